@@ -1,0 +1,161 @@
+package redlock
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults of the lock options, as in redlock_plus where it has them.
+const (
+	// DefaultTTL is how long a lock's keys live on the nodes: 120 s.
+	DefaultTTL = 120 * time.Second
+	// DefaultRetryTimes is how many times TryAcquire retries after its first
+	// attempt: 3, so 4 attempts in all.
+	DefaultRetryTimes = 3
+	// DefaultRetryDelay is the upper bound of the random pause between two
+	// attempts: 200 ms.
+	DefaultRetryDelay = 200 * time.Millisecond
+	// DefaultDriftFactor is the share of the TTL reserved for clock drift
+	// between nodes: 0.01, so drift = ttl*0.01 + 2 ms.
+	DefaultDriftFactor = 0.01
+	// minNodeTimeout and maxNodeTimeout bound the default node timeout.
+	minNodeTimeout = 50 * time.Millisecond
+	maxNodeTimeout = time.Second
+)
+
+// driftFloor is the constant part of the drift allowance (redlock_plus's 2 ms).
+const driftFloor = 2 * time.Millisecond
+
+// Option configures a lock or a factory. Options given to a factory are the
+// defaults of every lock it creates; options given to NewLock override them.
+type Option func(*config)
+
+// config is the resolved option set of one lock.
+type config struct {
+	ttl               time.Duration
+	retryTimes        int
+	retryDelay        time.Duration
+	driftFactor       float64
+	nodeTimeout       time.Duration // 0: derived from ttl
+	quorum            int           // 0: N/2+1
+	quorumSet         bool
+	autoextend        *bool // nil: the lock kind's default
+	autoextendTimeout time.Duration
+	logger            *slog.Logger
+}
+
+func defaultConfig() config {
+	return config{
+		ttl:         DefaultTTL,
+		retryTimes:  DefaultRetryTimes,
+		retryDelay:  DefaultRetryDelay,
+		driftFactor: DefaultDriftFactor,
+	}
+}
+
+// WithTTL sets how long the lock's keys live on each node. Default 120 s
+// (DefaultTTL). It must be positive and larger than the drift allowance,
+// and is rounded down to whole milliseconds.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithRetryTimes sets how many times TryAcquire retries after a failed
+// attempt. Default 3 (DefaultRetryTimes), so 4 attempts; 0 means one attempt.
+// Acquire retries until its context ends and ignores it.
+func WithRetryTimes(n int) Option { return func(c *config) { c.retryTimes = n } }
+
+// WithRetryDelay sets the upper bound of the random pause between attempts;
+// each pause is drawn uniformly from [0, d] so that contending clients fall
+// out of step. Default 200 ms (DefaultRetryDelay). It must not be negative.
+func WithRetryDelay(d time.Duration) Option { return func(c *config) { c.retryDelay = d } }
+
+// WithDriftFactor sets the share of the TTL reserved for clock drift:
+// drift = ttl*f + 2 ms is subtracted from every validity. Default 0.01
+// (DefaultDriftFactor). It must be in [0, 1).
+func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
+
+// WithNodeTimeout bounds every command sent to one node, so that a dead or
+// hung node cannot stall an attempt. Default: 1% of the TTL, at least 50 ms
+// and at most 1 s (1 s for the default TTL). It must be positive and below
+// the TTL.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
+// WithQuorum sets how many nodes must agree. Default N/2+1 for N nodes (2 of
+// 3, 3 of 5), as in the Redis specification; redlock_plus uses max(3, N/2+1),
+// which needs all of 3 nodes, so that one node down stops every lock. It
+// must be above N/2, so that two holders can never both have a quorum, and
+// at most N.
+func WithQuorum(q int) Option { return func(c *config) { c.quorum, c.quorumSet = q, true } }
+
+// WithAutoextend sets whether a successful Acquire starts the autoextend
+// goroutine, which extends the lock at 3/4 of its validity until Release.
+// Default true for Lock and false for RLock, as in redlock_plus.
+func WithAutoextend(on bool) Option { return func(c *config) { c.autoextend = &on } }
+
+// WithAutoextendTimeout stops automatic extension after d; the lock then
+// expires at the end of its last validity. Default 0: extend until Release.
+// It must not be negative.
+func WithAutoextendTimeout(d time.Duration) Option {
+	return func(c *config) { c.autoextendTimeout = d }
+}
+
+// WithLogger sets where the autoextend goroutine reports failed extensions
+// and the loss of a lock. Default: no logging.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// apply returns base with opts applied.
+func (c config) apply(opts []Option) config {
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// drift is the clock-drift allowance subtracted from every validity.
+func (c *config) drift() time.Duration {
+	return time.Duration(float64(c.ttl)*c.driftFactor) + driftFloor
+}
+
+// ttlMs is the TTL as sent to Redis.
+func (c *config) ttlMs() int64 { return c.ttl.Milliseconds() }
+
+// validate checks the options against a node count and fills the derived
+// defaults (node timeout, quorum).
+func (c *config) validate(nodes int) error {
+	if nodes < 3 {
+		return &InsufficientNodesError{NodeCount: nodes}
+	}
+	if c.driftFactor < 0 || c.driftFactor >= 1 || c.driftFactor != c.driftFactor {
+		return invalidArg("drift factor %v is not in [0, 1)", c.driftFactor)
+	}
+	if c.ttl < time.Millisecond {
+		return invalidArg("ttl %v must be at least 1ms", c.ttl)
+	}
+	c.ttl = c.ttl.Truncate(time.Millisecond)
+	if c.ttl <= c.drift() {
+		return invalidArg("ttl %v is not above the drift allowance %v", c.ttl, c.drift())
+	}
+	if c.retryTimes < 0 {
+		return invalidArg("retry times %d is negative", c.retryTimes)
+	}
+	if c.retryDelay < 0 {
+		return invalidArg("retry delay %v is negative", c.retryDelay)
+	}
+	if c.autoextendTimeout < 0 {
+		return invalidArg("autoextend timeout %v is negative", c.autoextendTimeout)
+	}
+	if c.nodeTimeout == 0 {
+		c.nodeTimeout = min(max(c.ttl/100, minNodeTimeout), maxNodeTimeout)
+	}
+	if c.nodeTimeout <= 0 || c.nodeTimeout >= c.ttl {
+		return invalidArg("node timeout %v must be positive and below the ttl %v", c.nodeTimeout, c.ttl)
+	}
+	if !c.quorumSet {
+		c.quorum = nodes/2 + 1
+	}
+	if c.quorum <= nodes/2 || c.quorum > nodes {
+		return invalidArg("quorum %d is not in (%d, %d] for %d nodes", c.quorum, nodes/2, nodes, nodes)
+	}
+	return nil
+}

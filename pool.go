@@ -1,0 +1,143 @@
+package redlock
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"reflect"
+	"runtime"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Pool hands out connections to one Redis node. *redis.Pool satisfies it, and
+// so does any wrapper that adds metrics or fault injection.
+type Pool interface {
+	GetContext(ctx context.Context) (redis.Conn, error)
+}
+
+var _ Pool = (*redis.Pool)(nil)
+
+// Addresser is implemented by pools that know the address of their node.
+// Error messages and CheckTimes reports use it; without it a node is named
+// by its index.
+type Addresser interface {
+	Addr() string
+}
+
+// NewPool returns a redigo pool for one node given as a URL:
+// redis://[[user]:password@]host[:port][/db] or rediss:// for TLS. The URL is
+// checked at once; connections are dialled lazily. opts are passed to every
+// dial, after the options taken from the URL.
+func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
+	addr, err := parseNodeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	dialOpts := append([]redis.DialOption{redis.DialConnectTimeout(5 * time.Second)}, opts...)
+	p := &redis.Pool{
+		MaxIdle:     32,
+		IdleTimeout: 4 * time.Minute,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialURLContext(ctx, rawURL, dialOpts...)
+		},
+	}
+	rememberAddr(p, addr)
+	return p, nil
+}
+
+// parseNodeURL validates a node URL and returns its host:port.
+func parseNodeURL(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", invalidArg("node URL %q: %v", rawURL, err)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return "", invalidArg("node URL %q: scheme must be redis or rediss", rawURL)
+	}
+	if u.Host == "" || u.Opaque != "" {
+		return "", invalidArg("node URL %q: no host", rawURL)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host, port = u.Host, "6379"
+	}
+	if host == "" {
+		return "", invalidArg("node URL %q: no host", rawURL)
+	}
+	if p := u.Path; p != "" && p != "/" {
+		for _, c := range p[1:] {
+			if c < '0' || c > '9' {
+				return "", invalidArg("node URL %q: database must be a number", rawURL)
+			}
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// poolAddrs remembers the address of each pool made by NewPool without
+// keeping the pool alive.
+var poolAddrs sync.Map // weak.Pointer[redis.Pool] -> string
+
+func rememberAddr(p *redis.Pool, addr string) {
+	key := weak.Make(p)
+	poolAddrs.Store(key, addr)
+	runtime.AddCleanup(p, func(k weak.Pointer[redis.Pool]) { poolAddrs.Delete(k) }, key)
+}
+
+// nodeAddr names a pool's node for messages.
+func nodeAddr(p Pool) string {
+	if a, ok := p.(Addresser); ok {
+		return a.Addr()
+	}
+	if rp, ok := p.(*redis.Pool); ok {
+		if a, ok := poolAddrs.Load(weak.Make(rp)); ok {
+			return a.(string)
+		}
+	}
+	return "unknown address"
+}
+
+// isNilPool reports whether p is nil or a typed nil pointer.
+func isNilPool(p Pool) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
+		return v.IsNil()
+	}
+	return false
+}
+
+// samePool reports whether a and b are the same node handle. It never panics
+// on pools of a non-comparable type.
+func samePool(a, b Pool) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Type() != vb.Type() || !va.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// InitRedisNodes loads the lock scripts on every node, so that the first
+// lock operations need no EVAL fallback. It is optional: scripts are sent
+// with EVALSHA and fall back to EVAL on NOSCRIPT (after a node restart, for
+// example). It returns the failures of all nodes that could not be reached.
+func InitRedisNodes(ctx context.Context, nodes []Pool) error {
+	ns, err := newNodes(nodes)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range ns {
+		if err := n.loadScripts(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return joinNodeErrors(errs)
+}
