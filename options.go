@@ -36,7 +36,8 @@ type config struct {
 	retryTimes        int
 	retryDelay        time.Duration
 	driftFactor       float64
-	nodeTimeout       time.Duration // 0: derived from ttl
+	nodeTimeout       time.Duration
+	nodeTimeoutSet    bool // else derived from the ttl
 	quorum            int           // 0: N/2+1
 	quorumSet         bool
 	autoextend        *bool // nil: the lock kind's default
@@ -75,9 +76,11 @@ func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor 
 
 // WithNodeTimeout bounds every command sent to one node, so that a dead or
 // hung node cannot stall an attempt. Default: 1% of the TTL, at least 50 ms
-// and at most 1 s (1 s for the default TTL). It must be positive and below
-// the TTL.
-func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+// and at most 1 s (1 s for the default TTL), and never above half the TTL.
+// It must be positive and below the TTL.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet = d, true }
+}
 
 // WithQuorum sets how many nodes must agree. Default N/2+1 for N nodes (2 of
 // 3, 3 of 5), as in the Redis specification; redlock_plus uses max(3, N/2+1),
@@ -145,8 +148,8 @@ func (c *config) validate(nodes int) error {
 	if c.autoextendTimeout < 0 {
 		return invalidArg("autoextend timeout %v is negative", c.autoextendTimeout)
 	}
-	if c.nodeTimeout == 0 {
-		c.nodeTimeout = min(max(c.ttl/100, minNodeTimeout), maxNodeTimeout)
+	if !c.nodeTimeoutSet {
+		c.nodeTimeout = min(max(c.ttl/100, minNodeTimeout), maxNodeTimeout, c.ttl/2)
 	}
 	if c.nodeTimeout <= 0 || c.nodeTimeout >= c.ttl {
 		return invalidArg("node timeout %v must be positive and below the ttl %v", c.nodeTimeout, c.ttl)
