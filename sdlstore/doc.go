@@ -1,0 +1,60 @@
+// Package sdlstore is the Shared Data Layer (SDL) of the O-RAN near-RT RIC
+// on stock Redis: a Go port of ricsdl's SyncStorage that shares its data
+// with ricsdl and sdlgo clients byte for byte, over the same []redlock.Pool
+// the lock factory uses.
+//
+// # Namespaces and instances
+//
+// Every call names a namespace: a non-empty string without ',', '{' or '}'.
+// A Store spreads namespaces over its Redis instances by
+// crc32.ChecksumIEEE(namespace) % instances, as ricsdl and sdlgo do, so all
+// the data, groups, locks and channels of a namespace live on one instance.
+//
+// # Wire format
+//
+//   - key K of namespace NS is the Redis string "{NS},K" holding the raw bytes;
+//   - group G is a Redis set at "{NS},G" with raw byte members;
+//   - channel C is the Redis channel "{NS},C"; the events of one call for one
+//     channel are joined with "___" into one message, one PUBLISH per channel,
+//     sent only when the write happened;
+//   - lock R is "{NS},R" holding a random token with a PX expiry.
+//
+// # Atomic operations without the DBaaS module
+//
+// ricsdl relies on a Redis module for SETIE, DELIE, MSETMPUB, SETIEMPUB,
+// SETNXMPUB, DELMPUB and DELIEMPUB. This package runs each conditional or
+// publishing operation as one Lua script instead, so it works on any Redis 7
+// and stays atomic: a notification is published iff its write happened, and
+// values are compared byte for byte (NUL bytes included, where the module
+// stopped at the first NUL).
+//
+// FindKeys, FindAndGet and RemoveAll walk the instance with SCAN, never
+// KEYS, with the namespace escaped in the pattern.
+//
+// # Notifications
+//
+// SubscribeChannel registers a callback for channels of a namespace. Each
+// instance has one subscriber connection shared by all channels; its reader
+// queues messages and callbacks run in a listener goroutine (the default) or
+// in HandleEvents (WithEventPolling, ricsdl's polling mode). A subscriber
+// whose instance restarts or fails over dials again and resubscribes; events
+// published while it was disconnected are lost, as with any Redis pub/sub.
+//
+// # Locks
+//
+// LockResource returns ricsdl's lock: on fewer than 3 instances a
+// single-node lock on the namespace's instance, compatible with ricsdl's;
+// on 3 or more a redlock quorum lock over all instances.
+//
+// # Errors
+//
+// Every error matches ErrSDL. Bad input is an ErrInvalidArgument and sends
+// nothing; a Redis error reply is an ErrRejectedByBackend; a connection
+// failure or an ended context is an ErrNotConnected; anything else an
+// ErrBackend.
+//
+// # Configuration
+//
+// New takes pools; NewFromEnv reads the DBAAS_* variables of the RIC
+// platform, standalone or with Redis Sentinel.
+package sdlstore
