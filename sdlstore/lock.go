@@ -34,10 +34,10 @@ type Lock struct {
 	expiration time.Duration
 
 	mu    sync.Mutex
-	in    *instance     // single-node mode
-	token string        // single-node: the held token, "" when not held
+	in    *instance      // single-node mode
+	token string         // single-node: the held token, "" when not held
 	nodes []redlock.Pool // quorum mode
-	rl    *redlock.Lock // quorum: the held lock, nil when not held
+	rl    *redlock.Lock  // quorum: the held lock, nil when not held
 }
 
 // LockResource returns the lock of resource in namespace ns, with the given

@@ -1,0 +1,170 @@
+package sdlstore_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"go.uber.org/goleak"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/sdlstore"
+)
+
+// exampleServer is the redis-server the Example functions talk to.
+var exampleServer *exec.Cmd
+
+// exampleURL is its address, as a redis:// URL.
+var exampleURL string
+
+func TestMain(m *testing.M) {
+	startExampleServer()
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { stopExampleServer() }))
+}
+
+// startExampleServer starts the redis-server used by the examples. It uses
+// no pipes, so it leaves no goroutine behind.
+func startExampleServer() {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir, err := os.MkdirTemp("", "sdlstore-example")
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(redistest.Binary(), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		return
+	}
+	exampleServer = cmd
+	exampleURL = "redis://127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; i < 200; i++ {
+		if c, err := redis.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			_, err = c.Do("PING")
+			c.Close()
+			if err == nil {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func stopExampleServer() {
+	if exampleServer != nil {
+		_ = exampleServer.Process.Kill()
+		_ = exampleServer.Wait()
+	}
+}
+
+// env is a store over real redis-server instances.
+type env struct {
+	t  *testing.T
+	c  *redistest.Cluster
+	s  *sdlstore.Store
+	ps []redlock.Pool
+}
+
+// newEnv starts n instances and a Store over them.
+func newEnv(t *testing.T, n int, opts ...sdlstore.Option) *env {
+	t.Helper()
+	c := redistest.Start(t, n)
+	e := &env{t: t, c: c}
+	for _, p := range c.Pools() {
+		e.ps = append(e.ps, p)
+	}
+	s, err := sdlstore.New(e.ps, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	e.s = s
+	return e
+}
+
+// node returns the instance holding ns.
+func (e *env) node(ns string) *redistest.Node { return e.c.Nodes[e.s.InstanceIndex(ns)] }
+
+// raw dials an instance with plain redigo.
+func (e *env) raw(n *redistest.Node) redis.Conn {
+	e.t.Helper()
+	c, err := redis.Dial("tcp", n.Addr(), redis.DialReadTimeout(10*time.Second))
+	if err != nil {
+		e.t.Fatalf("dial %s: %v", n.Addr(), err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ctx returns a context bounded for one test step.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// must fails the test on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr checks that err matches target and ErrSDL.
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) || !errors.Is(err, sdlstore.ErrSDL) {
+		t.Fatalf("error %v: want %v (and ErrSDL)", err, target)
+	}
+}
+
+// forInstances runs f as a subtest with 1 and with 3 instances.
+func forInstances(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, n := range []int{1, 3} {
+		t.Run(strconv.Itoa(n)+"instances", func(t *testing.T) { f(t, newEnv(t, n)) })
+	}
+}
+
+// rawSubscriber subscribes channels with plain redigo and returns a
+// function that receives the next message (or fails after timeout).
+func (e *env) rawSubscriber(n *redistest.Node, channels ...string) func(timeout time.Duration) (redis.Message, bool) {
+	e.t.Helper()
+	c := e.raw(n)
+	psc := redis.PubSubConn{Conn: c}
+	args := make([]any, len(channels))
+	for i, ch := range channels {
+		args[i] = ch
+	}
+	must(e.t, psc.Subscribe(args...))
+	for range channels {
+		if _, ok := psc.Receive().(redis.Subscription); !ok {
+			e.t.Fatal("no subscription confirmation")
+		}
+	}
+	return func(timeout time.Duration) (redis.Message, bool) {
+		for {
+			switch v := psc.ReceiveWithTimeout(timeout).(type) {
+			case redis.Message:
+				return v, true
+			case error:
+				return redis.Message{}, false
+			}
+		}
+	}
+}
