@@ -141,7 +141,10 @@ func (l *Lock) try(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if _, err := rl.TryAcquire(ctx); err != nil {
-		if errors.Is(err, redlock.ErrNotAcquired) && ctx.Err() == nil {
+		// Refused by holders: not acquired. Too many instances failing to
+		// answer for a quorum: not connected.
+		n := len(l.nodes)
+		if errors.Is(err, redlock.ErrNotAcquired) && ctx.Err() == nil && countNodeErrors(err) <= n-(n/2+1) {
 			return false, nil
 		}
 		return false, lockErr("lock acquire", err)
@@ -286,4 +289,24 @@ func newToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// countNodeErrors counts the *redlock.NodeError values in err's tree.
+func countNodeErrors(err error) int {
+	if _, ok := err.(*redlock.NodeError); ok {
+		return 1
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		n := 0
+		for _, e := range u.Unwrap() {
+			n += countNodeErrors(e)
+		}
+		return n
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			return countNodeErrors(e)
+		}
+	}
+	return 0
 }

@@ -168,3 +168,6 @@ func (e *env) rawSubscriber(n *redistest.Node, channels ...string) func(timeout 
 		}
 	}
 }
+
+// errorsIs is errors.Is, for brevity in tables.
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,324 @@
+package sdlstore_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/sdlstore"
+)
+
+// note is one callback invocation.
+type note struct {
+	channel string
+	events  []string
+}
+
+// collector returns a callback that sends to a channel, and a receive
+// helper that fails the test after a timeout.
+func collector(t *testing.T) (func(string, []string), func() note) {
+	ch := make(chan note, 1024)
+	cb := func(c string, evs []string) { ch <- note{c, evs} }
+	next := func() note {
+		t.Helper()
+		select {
+		case n := <-ch:
+			return n
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notification within 10s")
+			return note{}
+		}
+	}
+	return cb, next
+}
+
+func (n note) is(channel string, events ...string) bool {
+	return n.channel == channel && slices.Equal(n.events, events)
+}
+
+func TestNotificationsListener(t *testing.T) {
+	forInstances(t, func(t *testing.T, e *env) {
+		c, s := ctx(t), e.s
+		cb, next := collector(t)
+		must(t, s.SubscribeChannel(c, "nsA", cb, "ch1", "ch2"))
+		must(t, s.SubscribeChannel(c, "nsB", cb, "ch1"))
+		must(t, s.SetAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch1": {"a", "b"}}, map[string][]byte{"k": []byte("v")}))
+		if n := next(); !n.is("ch1", "a", "b") {
+			t.Fatalf("got %+v", n)
+		}
+		must(t, s.SetAndPublish(c, "nsB", sdlstore.ChannelEvents{"ch1": {"fromB"}}, map[string][]byte{"k": []byte("v")}))
+		if n := next(); !n.is("ch1", "fromB") {
+			t.Fatalf("got %+v", n)
+		}
+		// Unsubscribed channels are no longer delivered; others still are.
+		must(t, s.UnsubscribeChannel(c, "nsA", "ch1"))
+		must(t, s.SetAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch1": {"dropped"}, "ch2": {"kept"}}, map[string][]byte{"k": []byte("v")}))
+		if n := next(); !n.is("ch2", "kept") {
+			t.Fatalf("got %+v", n)
+		}
+		// Re-subscribing replaces the callback.
+		cb2, next2 := collector(t)
+		must(t, s.SubscribeChannel(c, "nsA", cb2, "ch2"))
+		must(t, s.RemoveAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch2": {"second"}}, "k"))
+		if n := next2(); !n.is("ch2", "second") {
+			t.Fatalf("got %+v", n)
+		}
+		// StartEventListener is the default already; a second call is rejected.
+		must(t, s.StartEventListener())
+		wantErr(t, s.StartEventListener(), sdlstore.ErrRejectedByBackend)
+		_, _, _, err := s.HandleEvents(c)
+		wantErr(t, err, sdlstore.ErrRejectedByBackend)
+	})
+}
+
+// All channels of all namespaces of an instance share one connection.
+func TestNotificationsShareOneConnection(t *testing.T) {
+	e := newEnv(t, 1)
+	c, s := ctx(t), e.s
+	cb, _ := collector(t)
+	for _, ns := range []string{"n1", "n2", "n3"} {
+		must(t, s.SubscribeChannel(c, ns, cb, "a", "b", "c"))
+	}
+	list, _ := redis.String(e.c.Nodes[0].Do("CLIENT", "LIST", "TYPE", "pubsub"), nil)
+	if n := strings.Count(list, "\n"); n != 1 || !strings.Contains(list, "sub=9") {
+		t.Fatalf("pubsub clients:\n%s", list)
+	}
+}
+
+func TestNotificationsPolling(t *testing.T) {
+	e := newEnv(t, 3, sdlstore.WithEventPolling())
+	c, s := ctx(t), e.s
+	var mu sync.Mutex
+	var calls []note
+	cb := func(ch string, evs []string) { mu.Lock(); calls = append(calls, note{ch, evs}); mu.Unlock() }
+	if _, _, ok, err := s.HandleEvents(c); ok || err != nil {
+		t.Fatalf("HandleEvents with nothing queued = %v, %v", ok, err)
+	}
+	must(t, s.SubscribeChannel(c, "poll", cb, "ch"))
+	must(t, s.SetAndPublish(c, "poll", sdlstore.ChannelEvents{"ch": {"e1"}}, map[string][]byte{"k": {}}))
+	must(t, s.SetAndPublish(c, "poll", sdlstore.ChannelEvents{"ch": {"e2", "e3"}}, map[string][]byte{"k": {}}))
+	var got []note
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < 2 && time.Now().Before(deadline) {
+		ch, evs, ok, err := s.HandleEvents(c)
+		must(t, err)
+		if ok {
+			got = append(got, note{ch, evs})
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if len(got) != 2 || !got[0].is("ch", "e1") || !got[1].is("ch", "e2", "e3") {
+		t.Fatalf("HandleEvents returned %+v", got)
+	}
+	mu.Lock()
+	if len(calls) != 2 {
+		t.Fatalf("callback ran %d times in HandleEvents, want 2", len(calls))
+	}
+	mu.Unlock()
+	// Nothing is delivered in the background in polling mode.
+	must(t, s.SetAndPublish(c, "poll", sdlstore.ChannelEvents{"ch": {"queued"}}, map[string][]byte{"k": {}}))
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	if len(calls) != 2 {
+		t.Fatalf("callback ran in the background in polling mode")
+	}
+	mu.Unlock()
+	// Switching to the listener delivers what is queued and rejects polling.
+	must(t, s.StartEventListener())
+	deadline = time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(calls)
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	if len(calls) != 3 || !calls[2].is("ch", "queued") {
+		t.Fatalf("after StartEventListener: %+v", calls)
+	}
+	mu.Unlock()
+	_, _, _, err := s.HandleEvents(c)
+	wantErr(t, err, sdlstore.ErrRejectedByBackend)
+	wantErr(t, s.StartEventListener(), sdlstore.ErrRejectedByBackend)
+}
+
+// A blocked callback does not stall the connection's reader: new
+// subscriptions are confirmed and later messages are read meanwhile, then
+// delivered in order.
+func TestCallbacksRunOffTheReader(t *testing.T) {
+	e := newEnv(t, 1)
+	c, s := ctx(t), e.s
+	release := make(chan struct{})
+	cb, next := collector(t)
+	blocking := func(ch string, evs []string) {
+		if evs[0] == "block" {
+			<-release
+		}
+		cb(ch, evs)
+	}
+	must(t, s.SubscribeChannel(c, "ns", blocking, "ch"))
+	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"block"}}, map[string][]byte{"k": {}}))
+	time.Sleep(50 * time.Millisecond) // let the callback start and block
+	sub, cancel := context.WithTimeout(c, 5*time.Second)
+	defer cancel()
+	if err := s.SubscribeChannel(sub, "ns", blocking, "other"); err != nil {
+		close(release)
+		t.Fatalf("SubscribeChannel while a callback blocks: %v", err)
+	}
+	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"after"}, "other": {"o"}}, map[string][]byte{"k": {}}))
+	close(release)
+	for _, want := range []note{{"ch", []string{"block"}}, {"ch", []string{"after"}}, {"other", []string{"o"}}} {
+		if n := next(); !n.is(want.channel, want.events...) {
+			t.Fatalf("got %+v, want %+v", n, want)
+		}
+	}
+}
+
+// After the instance restarts, the subscriber reconnects and resubscribes;
+// events published while it was down are lost.
+func TestNotificationsAfterRestart(t *testing.T) {
+	e := newEnv(t, 1, sdlstore.WithReconnectDelay(20*time.Millisecond), sdlstore.WithHealthCheckInterval(200*time.Millisecond))
+	c, s := ctx(t), e.s
+	cb, next := collector(t)
+	must(t, s.SubscribeChannel(c, "ns", cb, "ch"))
+	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"before"}}, map[string][]byte{"k": {}}))
+	if n := next(); !n.is("ch", "before") {
+		t.Fatalf("got %+v", n)
+	}
+	node := e.c.Nodes[0]
+	node.Kill()
+	err := s.Set(c, "ns", map[string][]byte{"k": {}})
+	wantErr(t, err, sdlstore.ErrNotConnected)
+	node.Start()
+	// Publish until the resubscribed connection delivers.
+	deadline := time.Now().Add(15 * time.Second)
+	var n note
+	got := make(chan note, 1)
+	go func() { got <- next() }()
+	for done := false; !done; {
+		if time.Now().After(deadline) {
+			t.Fatal("no notification after restart")
+		}
+		_ = s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"after"}}, map[string][]byte{"k": {}})
+		select {
+		case n = <-got:
+			done = true
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if !n.is("ch", "after") {
+		t.Fatalf("got %+v", n)
+	}
+}
+
+// While the instance is down, SubscribeChannel fails with ErrNotConnected
+// and keeps nothing; once it is back, subscribing works.
+func TestSubscribeWhileDown(t *testing.T) {
+	e := newEnv(t, 1, sdlstore.WithReconnectDelay(20*time.Millisecond))
+	c, s := ctx(t), e.s
+	cb, next := collector(t)
+	node := e.c.Nodes[0]
+	node.Kill()
+	wantErr(t, s.SubscribeChannel(c, "ns", cb, "ch"), sdlstore.ErrNotConnected)
+	if s.IsActive(c) {
+		t.Fatal("IsActive with the instance down")
+	}
+	node.Start()
+	if !s.IsActive(c) {
+		t.Fatal("IsActive false after restart")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.SubscribeChannel(c, "ns", cb, "ch")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SubscribeChannel after restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"x"}}, map[string][]byte{"k": {}}))
+	if n := next(); !n.is("ch", "x") {
+		t.Fatalf("got %+v", n)
+	}
+}
+
+// A hung instance (SIGSTOP) is detected by the health check, and a context
+// deadline bounds every call.
+func TestHungInstance(t *testing.T) {
+	e := newEnv(t, 1, sdlstore.WithHealthCheckInterval(100*time.Millisecond), sdlstore.WithReconnectDelay(20*time.Millisecond))
+	c, s := ctx(t), e.s
+	cb, next := collector(t)
+	must(t, s.SubscribeChannel(c, "ns", cb, "ch"))
+	node := e.c.Nodes[0]
+	node.Pause()
+	short, cancel := context.WithTimeout(c, 200*time.Millisecond)
+	err := s.Set(short, "ns", map[string][]byte{"k": {}})
+	cancel()
+	wantErr(t, err, sdlstore.ErrNotConnected)
+	if !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("error %v does not mention the deadline", err)
+	}
+	time.Sleep(400 * time.Millisecond) // > 2 health intervals: the subscriber gives up on the connection
+	node.Resume()
+	deadline := time.Now().Add(15 * time.Second)
+	got := make(chan note, 1)
+	go func() { got <- next() }()
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("no notification after resume")
+		}
+		_ = s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"back"}}, map[string][]byte{"k": {}})
+		select {
+		case n := <-got:
+			if !n.is("ch", "back") {
+				t.Fatalf("got %+v", n)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops every subscriber and the listener (goleak in TestMain checks
+// it) and later calls fail with ErrClosed.
+func TestCloseStopsEverything(t *testing.T) {
+	c := redistest.Start(t, 2)
+	pools := []redlock.Pool{c.Nodes[0].Pool(), c.Nodes[1].Pool()}
+	s, err := sdlstore.New(pools)
+	must(t, err)
+	cb, _ := collector(t)
+	for _, ns := range []string{"a", "b", "c", "d"} {
+		must(t, s.SubscribeChannel(ctx(t), ns, cb, "x"))
+	}
+	must(t, s.Close())
+	must(t, s.Close())
+	wantErr(t, s.Set(ctx(t), "a", map[string][]byte{"k": {}}), sdlstore.ErrClosed)
+	wantErr(t, s.SubscribeChannel(ctx(t), "a", cb, "x"), sdlstore.ErrClosed)
+	wantErr(t, s.StartEventListener(), sdlstore.ErrClosed)
+	if _, err := s.LockResource("a", "r", time.Second); err == nil {
+		t.Fatal("LockResource after Close succeeded")
+	}
+	// The server notices the closed sockets shortly after.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		list, _ := redis.String(c.Nodes[0].Do("CLIENT", "LIST", "TYPE", "pubsub"), nil)
+		if list == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pubsub connections left after Close:\n%s", list)
+		}
+	}
+}
