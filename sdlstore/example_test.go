@@ -1,0 +1,141 @@
+package sdlstore_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/sdlstore"
+)
+
+// The examples talk to a redis-server that TestMain starts; exampleURL is
+// its address (a real deployment would use its own, or NewFromEnv).
+
+func Example() {
+	ctx := context.Background()
+	pool, err := redlock.NewPool(exampleURL)
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	sdl, err := sdlstore.New([]redlock.Pool{pool})
+	if err != nil {
+		panic(err)
+	}
+	defer sdl.Close()
+
+	// Stored in Redis as "{my-app},user:1" and "{my-app},user:2".
+	err = sdl.Set(ctx, "my-app", map[string][]byte{
+		"user:1": []byte("alice"),
+		"user:2": []byte("bob"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	got, _ := sdl.Get(ctx, "my-app", "user:1", "user:3")
+	fmt.Printf("user:1=%s, user:3 present: %v\n", got["user:1"], got["user:3"] != nil)
+
+	// Compare-and-set, byte for byte.
+	ok, _ := sdl.SetIf(ctx, "my-app", "user:1", []byte("alice"), []byte("alice2"))
+	fmt.Println("replaced:", ok)
+
+	keys, _ := sdl.FindKeys(ctx, "my-app", "user:*")
+	fmt.Println(keys)
+	_ = sdl.RemoveAll(ctx, "my-app")
+	// Output:
+	// user:1=alice, user:3 present: false
+	// replaced: true
+	// [user:1 user:2]
+}
+
+func ExampleStore_SubscribeChannel() {
+	ctx := context.Background()
+	pool, _ := redlock.NewPool(exampleURL)
+	defer pool.Close()
+	sdl, _ := sdlstore.New([]redlock.Pool{pool})
+	defer sdl.Close()
+
+	done := make(chan struct{})
+	// Callbacks run in the store's listener goroutine.
+	err := sdl.SubscribeChannel(ctx, "cells", func(channel string, events []string) {
+		fmt.Println(channel, events)
+		close(done)
+	}, "cell-updates")
+	if err != nil {
+		panic(err)
+	}
+	// One PUBLISH of "added___changed" on "{cells},cell-updates", sent only
+	// because the write happened.
+	err = sdl.SetAndPublish(ctx, "cells",
+		sdlstore.ChannelEvents{"cell-updates": {"added", "changed"}},
+		map[string][]byte{"cell-7": []byte("up")})
+	if err != nil {
+		panic(err)
+	}
+	<-done
+	_ = sdl.RemoveAll(ctx, "cells")
+	// Output: cell-updates [added changed]
+}
+
+func ExampleStore_HandleEvents() {
+	ctx := context.Background()
+	pool, _ := redlock.NewPool(exampleURL)
+	defer pool.Close()
+	sdl, _ := sdlstore.New([]redlock.Pool{pool}, sdlstore.WithEventPolling())
+	defer sdl.Close()
+
+	_ = sdl.SubscribeChannel(ctx, "poll", func(string, []string) {}, "ch")
+	_ = sdl.SetAndPublish(ctx, "poll", sdlstore.ChannelEvents{"ch": {"e1"}}, map[string][]byte{"k": {}})
+	for {
+		channel, events, ok, err := sdl.HandleEvents(ctx) // never blocks
+		if err != nil {
+			panic(err)
+		}
+		if ok {
+			fmt.Println(channel, events)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = sdl.RemoveAll(ctx, "poll")
+	// Output: ch [e1]
+}
+
+func ExampleStore_LockResource() {
+	ctx := context.Background()
+	pool, _ := redlock.NewPool(exampleURL)
+	defer pool.Close()
+	sdl, _ := sdlstore.New([]redlock.Pool{pool})
+	defer sdl.Close()
+
+	lock, err := sdl.LockResource("my-app", "config", 10*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	// Try every 100 ms for up to 2 s.
+	ok, err := lock.Acquire(ctx, 100*time.Millisecond, 2*time.Second)
+	if err != nil || !ok {
+		fmt.Println("not acquired:", err)
+		return
+	}
+	v, _ := lock.ValidityTime(ctx)
+	fmt.Println("held, valid for at most 10s:", v <= 10*time.Second)
+	fmt.Println("released:", lock.Release(ctx) == nil)
+	// Output:
+	// held, valid for at most 10s: true
+	// released: true
+}
+
+func ExampleNewFromEnv() {
+	// DBAAS_SERVICE_HOST=dbaas DBAAS_SERVICE_PORT=6379 in a RIC pod; with
+	// DBAAS_SERVICE_SENTINEL_PORT and DBAAS_MASTER_NAME set, the master is
+	// found through Redis Sentinel and followed across failovers.
+	sdl, err := sdlstore.NewFromEnv()
+	if err != nil {
+		fmt.Println("configuration:", err)
+		return
+	}
+	defer sdl.Close()
+	fmt.Println("instances:", sdl.Instances())
+}
