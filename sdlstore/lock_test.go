@@ -145,3 +145,22 @@ func TestLockAcquireCancelled(t *testing.T) {
 	wantErr(t, err, sdlstore.ErrNotConnected)
 	must(t, a.Release(c))
 }
+
+// Release right after Acquire must succeed every time. This catches a race
+// in the core redlock package: the late-reply cleanup of a won attempt runs
+// once Release marks the attempt abandoned and deletes the key under
+// Release's feet, which then reports the lock lost.
+func TestQuorumLockReleaseRightAfterAcquire(t *testing.T) {
+	e := newEnv(t, 3)
+	c, s := ctx(t), e.s
+	l, err := s.LockResource("ns", "res", 5*time.Second)
+	must(t, err)
+	for i := 0; i < 100; i++ {
+		if ok, err := l.Acquire(c, 0, 0); !ok || err != nil {
+			t.Fatalf("round %d: Acquire = %v, %v", i, ok, err)
+		}
+		if err := l.Release(c); err != nil {
+			t.Fatalf("round %d: Release right after Acquire: %v", i, err)
+		}
+	}
+}

@@ -52,9 +52,12 @@ func TestWireFormatData(t *testing.T) {
 }
 
 func TestWireFormatPublish(t *testing.T) {
-	e := newEnv(t, 1)
+	forInstances(t, testWireFormatPublish)
+}
+
+func testWireFormatPublish(t *testing.T, e *env) {
 	c, s := ctx(t), e.s
-	recv := e.rawSubscriber(e.c.Nodes[0], "{ns},ch1", "{ns},ch2")
+	recv := e.rawSubscriber(e.node("ns"), "{ns},ch1", "{ns},ch2")
 	expect := func(channel, data string) {
 		t.Helper()
 		m, ok := recv(5 * time.Second)
@@ -78,7 +81,13 @@ func TestWireFormatPublish(t *testing.T) {
 		t.Fatal("RemoveIfAndPublish removed with a wrong value")
 	}
 	must(t, s.RemoveAndPublish(c, "ns", ev, "missing1", "missing2"))
-	must(t, s.RemoveAllAndPublish(c, "empty-namespace", sdlstore.ChannelEvents{"ch1": {"never"}}))
+	// RemoveAllAndPublish on a namespace without keys publishes nothing.
+	recvEmpty := e.rawSubscriber(e.node("nokeys"), "{nokeys},ch1")
+	must(t, s.RemoveAllAndPublish(c, "nokeys", sdlstore.ChannelEvents{"ch1": {"never"}}))
+	must(t, s.SetAndPublish(c, "nokeys", sdlstore.ChannelEvents{"ch1": {"marker"}}, map[string][]byte{"m": {}}))
+	if m, ok := recvEmpty(5 * time.Second); !ok || string(m.Data) != "marker" {
+		t.Fatalf("RemoveAllAndPublish of an empty namespace published %q", m.Data)
+	}
 	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch1": {"marker"}}, map[string][]byte{"m": {}}))
 	expect("{ns},ch1", "marker")
 
