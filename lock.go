@@ -52,19 +52,21 @@ type holding struct {
 	ext        *autoextender // nil when not autoextending
 }
 
-// attempt states, read by the node goroutines of an acquire attempt that
-// answer after its outcome was decided.
+// attempt states, read by the node goroutines of an acquire attempt once
+// its outcome is decided.
 const (
-	attemptPending int32 = iota
-	attemptWon
-	attemptAbandoned // failed, or released or lost since: late keys must be deleted
+	attemptPending  int32 = iota
+	attemptWon            // held: Release deletes the keys of the counted nodes
+	attemptFailed         // every key the attempt may have set must go
+	attemptReleased       // released or lost: late (uncounted) keys must go
 )
 
 // attempt is one round of SET NX PX with a fresh token.
 type attempt struct {
 	token   string
 	state   atomic.Int32
-	decided chan struct{}
+	counted []bool        // per node: its reply was part of the decision
+	decided chan struct{} // closed once state and counted are set
 }
 
 // closedDone is what Done returns before the first Acquire.
@@ -257,13 +259,17 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 		return reply{ok: ok, err: err}
 	}
 	r := l.fan.run(ctx, set, false, func(rep reply) { l.cleanupLate(ctx, att, rep) })
+	att.counted = make([]bool, len(l.fan.nodes))
+	for _, rep := range r.replies {
+		att.counted[rep.node.index] = true
+	}
 	validity := l.validity(r)
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		att.state.Store(attemptWon)
 		close(att.decided)
 		return validity, att, r, nil
 	}
-	att.state.Store(attemptAbandoned)
+	att.state.Store(attemptFailed)
 	close(att.decided)
 	if r.reached(l.cfg.quorum) {
 		return 0, nil, r, fmt.Errorf("%w: validity %v after %v is not positive", ErrNotAcquired, validity, r.elapsed())
@@ -272,16 +278,23 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 }
 
 // cleanupLate runs in a node goroutine of an attempt after its reply. If
-// the node may hold the attempt's key (it said yes, or did not answer) and
-// the attempt failed or has since been released, the key is deleted there.
-// Doing it here, after the node's SET has completed, orders the delete after
-// the set even when the answer came late.
+// the node may hold the attempt's key (it said yes, or did not answer), the
+// key is deleted there when the attempt failed, and when the holding has
+// already ended but this reply came too late to be counted (so Release did
+// not know about it). Doing it here, after the node's SET has completed,
+// orders the delete after the set even when the answer came late.
 func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	if !rep.ok && rep.err == nil {
 		return // the node refused: the key is another holder's, never ours
 	}
 	<-att.decided
-	if att.state.Load() != attemptAbandoned {
+	switch att.state.Load() {
+	case attemptFailed:
+	case attemptReleased:
+		if att.counted[rep.node.index] {
+			return // Release deletes it
+		}
+	default:
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
@@ -356,7 +369,7 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 	}
 	h.ended = true
 	h.err = cause
-	h.att.state.Store(attemptAbandoned)
+	h.att.state.Store(attemptReleased)
 	h.expiry.Stop()
 	if h.ext != nil {
 		h.ext.signalStop()

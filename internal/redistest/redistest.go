@@ -37,7 +37,8 @@ func Available() bool {
 
 // Node is one redis-server process.
 type Node struct {
-	tb     testing.TB
+	tb     testing.TB // nil for nodes started by StartMain
+	dir    string
 	Port   int
 	Args   []string // extra redis-server arguments
 	mu     sync.Mutex
@@ -60,12 +61,39 @@ func Start(tb testing.TB, n int, extraArgs ...string) *Cluster {
 	}
 	c := &Cluster{}
 	for i := 0; i < n; i++ {
-		nd := &Node{tb: tb, Port: FreePort(tb), Args: extraArgs}
+		nd := &Node{tb: tb, Port: FreePort(tb), Args: extraArgs, dir: tb.TempDir()}
 		nd.Start()
 		c.Nodes = append(c.Nodes, nd)
 	}
 	tb.Cleanup(c.stop)
 	return c
+}
+
+// StartMain launches one node per port for a TestMain, where there is no
+// testing.TB (runnable examples need fixed addresses). Call Stop when done.
+// It panics if a node cannot start, which fails the test binary.
+func StartMain(ports ...int) *Cluster {
+	c := &Cluster{}
+	for _, p := range ports {
+		dir, err := os.MkdirTemp("", "redistest")
+		if err != nil {
+			panic(err)
+		}
+		nd := &Node{Port: p, dir: dir}
+		nd.Start()
+		c.Nodes = append(c.Nodes, nd)
+	}
+	return c
+}
+
+// Stop kills every node of a StartMain cluster and removes its files.
+func (c *Cluster) Stop() {
+	c.stop()
+	for _, n := range c.Nodes {
+		if n.tb == nil {
+			_ = os.RemoveAll(n.dir)
+		}
+	}
 }
 
 func (c *Cluster) stop() {
@@ -146,15 +174,14 @@ func (n *Node) Pool() *redis.Pool {
 
 // Do runs one command on a fresh connection and fails the test on error.
 func (n *Node) Do(cmd string, args ...any) any {
-	n.tb.Helper()
 	c, err := redis.Dial("tcp", n.Addr(), redis.DialConnectTimeout(2*time.Second), redis.DialReadTimeout(5*time.Second))
 	if err != nil {
-		n.tb.Fatalf("redistest: dial %s: %v", n.Addr(), err)
+		n.fatalf("redistest: dial %s: %v", n.Addr(), err)
 	}
 	defer c.Close()
 	v, err := c.Do(cmd, args...)
 	if err != nil {
-		n.tb.Fatalf("redistest: %s on %s: %v", cmd, n.Addr(), err)
+		n.fatalf("redistest: %s on %s: %v", cmd, n.Addr(), err)
 	}
 	return v
 }
@@ -169,23 +196,22 @@ func (n *Node) Running() bool {
 // Start launches the process (again, after Kill) on the same port and waits
 // until it answers PING.
 func (n *Node) Start() {
-	n.tb.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil {
-		n.tb.Fatalf("redistest: node %s already running", n.Addr())
+		n.fatalf("redistest: node %s already running", n.Addr())
 	}
 	args := append([]string{
 		"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "no",
-		"--daemonize", "no", "--loglevel", "warning", "--dir", n.tb.TempDir(),
+		"--daemonize", "no", "--loglevel", "warning", "--dir", n.dir,
 	}, n.Args...)
 	cmd := exec.Command(Binary(), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, _ := cmd.StdoutPipe()
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		n.tb.Fatalf("redistest: start %s: %v", Binary(), err)
+		n.fatalf("redistest: start %s: %v", Binary(), err)
 	}
 	var logMu sync.Mutex
 	var logLines []string
@@ -204,7 +230,7 @@ func (n *Node) Start() {
 		<-exited
 		logMu.Lock()
 		defer logMu.Unlock()
-		n.tb.Fatalf("redistest: redis-server on %s not ready: %v\n%s", n.Addr(), err, strings.Join(logLines, "\n"))
+		n.fatalf("redistest: redis-server on %s not ready: %v\n%s", n.Addr(), err, strings.Join(logLines, "\n"))
 	}
 	n.cmd, n.exited = cmd, exited
 }
@@ -230,9 +256,17 @@ func waitReady(addr string, exited <-chan struct{}) error {
 	return fmt.Errorf("no PONG within 10s")
 }
 
+// fatalf fails the test, or panics in a TestMain.
+func (n *Node) fatalf(format string, args ...any) {
+	if n.tb != nil {
+		n.tb.Helper()
+		n.tb.Fatalf(format, args...)
+	}
+	panic(fmt.Sprintf(format, args...))
+}
+
 // Kill sends SIGKILL and waits for the process to exit. Data is lost.
 func (n *Node) Kill() {
-	n.tb.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd == nil {
@@ -251,14 +285,13 @@ func (n *Node) Pause() { n.signal(syscall.SIGSTOP) }
 func (n *Node) Resume() { n.signal(syscall.SIGCONT) }
 
 func (n *Node) signal(sig syscall.Signal) {
-	n.tb.Helper()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd == nil {
-		n.tb.Fatalf("redistest: node %s is not running", n.Addr())
+		n.fatalf("redistest: node %s is not running", n.Addr())
 	}
 	if err := n.cmd.Process.Signal(sig); err != nil {
-		n.tb.Fatalf("redistest: signal %v to %s: %v", sig, n.Addr(), err)
+		n.fatalf("redistest: signal %v to %s: %v", sig, n.Addr(), err)
 	}
 }
 

@@ -1,0 +1,69 @@
+// Package faultpool wraps a redlock.Pool to inject faults at the client side
+// of a real connection: replies that are lost after the server executed the
+// command, and connections that cannot be obtained. The server itself is
+// real; only the client's view of it is disturbed.
+package faultpool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// ErrInjected is returned by connections whose fault is on.
+var ErrInjected = errors.New("faultpool: injected fault")
+
+// Pool wraps a pool. With LoseReplies on, every command is executed by the
+// server but its reply is withheld until the caller's context ends, as when
+// the connection is reset after the command was sent. With Refuse on,
+// GetContext fails at once.
+type Pool struct {
+	Inner interface {
+		GetContext(ctx context.Context) (redis.Conn, error)
+	}
+	LoseReplies atomic.Bool
+	Refuse      atomic.Bool
+	Commands    atomic.Int64 // commands that reached the server
+}
+
+// GetContext returns a wrapped connection.
+func (p *Pool) GetContext(ctx context.Context) (redis.Conn, error) {
+	if p.Refuse.Load() {
+		return nil, ErrInjected
+	}
+	c, err := p.Inner.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Conn: c, p: p}, nil
+}
+
+type conn struct {
+	redis.Conn
+	p *Pool
+}
+
+// DoContext runs the command for real, then loses the reply if asked to.
+func (c *conn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	v, err := redis.DoContext(c.Conn, context.WithoutCancel(ctx), cmd, args...)
+	c.p.Commands.Add(1)
+	if c.p.LoseReplies.Load() {
+		<-ctx.Done()
+		return nil, errors.Join(ErrInjected, ctx.Err())
+	}
+	return v, err
+}
+
+// Do runs the command without a context.
+func (c *conn) Do(cmd string, args ...any) (any, error) {
+	return c.DoContext(context.Background(), cmd, args...)
+}
+
+// ReceiveContext completes redis.ConnWithContext; it is not faulted.
+func (c *conn) ReceiveContext(ctx context.Context) (any, error) {
+	return redis.ReceiveContext(c.Conn, ctx)
+}
+
+var _ redis.ConnWithContext = (*conn)(nil)

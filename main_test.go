@@ -1,0 +1,123 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"go.uber.org/goleak"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/redistest"
+)
+
+// examplePorts are the fixed addresses the runnable examples use. They lie
+// below the kernel's ephemeral range, so no test's free-port pick collides.
+var examplePorts = []int{16379, 16380, 16381}
+
+func TestMain(m *testing.M) {
+	var examples *redistest.Cluster
+	if redistest.Available() {
+		examples = redistest.StartMain(examplePorts...)
+	}
+	code := m.Run()
+	if examples != nil {
+		examples.Stop()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// cluster starts n real redis-server nodes and returns them with their pools.
+func cluster(t *testing.T, n int) (*redistest.Cluster, []redlock.Pool) {
+	t.Helper()
+	c := redistest.Start(t, n)
+	pools := make([]redlock.Pool, n)
+	for i, p := range c.Pools() {
+		pools[i] = p
+	}
+	return c, pools
+}
+
+// ctxT returns a context that ends with the test, bounded by d.
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rawGet reads key on node i with plain redigo ("" when absent).
+func rawGet(t *testing.T, c *redistest.Cluster, i int, key string) string {
+	t.Helper()
+	v, err := redis.String(c.Nodes[i].Do("GET", key), nil)
+	if err == redis.ErrNil {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("GET %s on node %d: %v", key, i, err)
+	}
+	return v
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// intervals records who held a lock when, on one monotonic clock, and
+// finds overlaps between different holders.
+type intervals struct {
+	mu   sync.Mutex
+	base time.Time
+	list []interval
+}
+
+type interval struct {
+	holder     int
+	start, end time.Duration
+}
+
+func newIntervals() *intervals { return &intervals{base: time.Now()} }
+
+// add records a holding from acquired until the earlier of released and the
+// end of its validity.
+func (iv *intervals) add(holder int, acquired time.Time, validity time.Duration, released time.Time) {
+	end := acquired.Add(validity)
+	if released.Before(end) {
+		end = released
+	}
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	iv.list = append(iv.list, interval{holder, acquired.Sub(iv.base), end.Sub(iv.base)})
+}
+
+// overlaps counts pairs of intervals of different holders that intersect.
+func (iv *intervals) overlaps() int {
+	iv.mu.Lock()
+	defer iv.mu.Unlock()
+	n := 0
+	for i, a := range iv.list {
+		for _, b := range iv.list[i+1:] {
+			if a.holder != b.holder && a.start < b.end && b.start < a.end {
+				n++
+			}
+		}
+	}
+	return n
+}
