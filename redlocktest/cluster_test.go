@@ -1,0 +1,441 @@
+package redlocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	dc "github.com/ory/dockertest/v3/docker"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// backends returns the backends to test, skipping a subtest for one that is
+// not available here (CI has both).
+func backendAvailable(t *testing.T, b Backend) {
+	t.Helper()
+	switch b {
+	case BackendDocker:
+		pool, err := dockerPool()
+		if err != nil {
+			t.Skipf("docker backend not available: %v", err)
+		}
+		closeDockerClient(pool)
+	case BackendProcess:
+		if _, err := lookRedisServer(newConfig(nil).redisServer); err != nil {
+			t.Skipf("process backend not available: %v", err)
+		}
+	}
+}
+
+var allBackends = []Backend{BackendDocker, BackendProcess}
+
+// do runs one command on node i with a deadline.
+func do(c *Cluster, i int, timeout time.Duration, cmd string, args ...any) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := c.pools[i].GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return redis.DoContext(conn, ctx, cmd, args...)
+}
+
+func mustDo(t *testing.T, c *Cluster, i int, cmd string, args ...any) any {
+	t.Helper()
+	v, err := do(c, i, 5*time.Second, cmd, args...)
+	if err != nil {
+		t.Fatalf("%s on node %d: %v", cmd, i, err)
+	}
+	return v
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestFaults exercises every fault primitive on both backends, on a
+// two-node cluster whose node 1 must stay unaffected by faults on node 0.
+func TestFaults(t *testing.T) {
+	for _, b := range allBackends {
+		t.Run(string(b), func(t *testing.T) {
+			backendAvailable(t, b)
+			c := Start(t, 2, WithBackend(b))
+			if c.Backend() != b || c.Len() != 2 {
+				t.Fatalf("Backend() = %q, Len() = %d; want %q, 2", c.Backend(), c.Len(), b)
+			}
+			urls := c.URLs()
+			for i, u := range urls {
+				if u != "redis://"+c.Addrs()[i] {
+					t.Fatalf("URLs()[%d] = %q does not match Addrs()[%d] = %q", i, u, i, c.Addrs()[i])
+				}
+			}
+			mustDo(t, c, 0, "SET", "k", "v0")
+			if v, _ := redis.String(mustDo(t, c, 0, "GET", "k"), nil); v != "v0" {
+				t.Fatalf("GET k on node 0 = %q, want v0", v)
+			}
+			if v := mustDo(t, c, 1, "GET", "k"); v != nil {
+				t.Fatalf("nodes are not independent: node 1 has k = %v", v)
+			}
+
+			t.Run("KillRestart", func(t *testing.T) {
+				c.Kill(0)
+				c.Kill(0) // idempotent
+				_, err := do(c, 0, 3*time.Second, "PING")
+				if err == nil || isTimeout(err) {
+					t.Fatalf("PING on a killed node: %v, want a connection error (not a timeout)", err)
+				}
+				mustDo(t, c, 1, "PING")
+				c.Restart(0)
+				if c.URLs()[0] != urls[0] {
+					t.Fatalf("address changed across Restart: %s -> %s", urls[0], c.URLs()[0])
+				}
+				// The pool may hold a connection broken by the kill; a fresh
+				// one must work.
+				var v any
+				for try := 0; try < 3; try++ {
+					if v, err = do(c, 0, 3*time.Second, "GET", "k"); err == nil {
+						break
+					}
+				}
+				if err != nil || v != nil {
+					t.Fatalf("GET k after a restart without persistence = %v, %v; want nil, nil", v, err)
+				}
+				c.Restart(0) // a running node: crash and reboot
+				mustDo(t, c, 0, "PING")
+			})
+
+			t.Run("PauseUnpause", func(t *testing.T) {
+				mustDo(t, c, 0, "SET", "p", "1")
+				c.Pause(0)
+				c.Pause(0) // idempotent
+				_, err := do(c, 0, 300*time.Millisecond, "GET", "p")
+				if !isTimeout(err) {
+					t.Fatalf("GET on a paused node: %v, want a timeout", err)
+				}
+				mustDo(t, c, 1, "PING")
+				c.Unpause(0)
+				c.Unpause(0) // idempotent
+				if v, _ := redis.String(mustDo(t, c, 0, "GET", "p"), nil); v != "1" {
+					t.Fatalf("GET p after Unpause = %q, want 1", v)
+				}
+			})
+
+			t.Run("PartitionHeal", func(t *testing.T) {
+				ctx := context.Background()
+				open, err := c.pools[0].GetContext(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer open.Close()
+				if _, err := open.Do("PING"); err != nil {
+					t.Fatal(err)
+				}
+				c.Partition(0)
+				c.Partition(0) // idempotent
+				tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				_, err = redis.DoContext(open, tctx, "SET", "part", "1")
+				cancel()
+				if !isTimeout(err) {
+					t.Fatalf("SET on an open connection to a partitioned node: %v, want a timeout", err)
+				}
+				if _, err := do(c, 0, 300*time.Millisecond, "PING"); !isTimeout(err) {
+					t.Fatalf("PING on a new connection to a partitioned node: %v, want a timeout", err)
+				}
+				mustDo(t, c, 1, "PING")
+				c.Heal(0)
+				mustDo(t, c, 0, "PING")
+				if v := mustDo(t, c, 0, "GET", "part"); v != nil {
+					t.Fatalf("a command sent during the partition reached the node: part = %v", v)
+				}
+			})
+
+			t.Run("Delay", func(t *testing.T) {
+				const d = 300 * time.Millisecond
+				mustDo(t, c, 0, "PING")
+				c.Delay(0, d)
+				start := time.Now()
+				mustDo(t, c, 0, "PING")
+				if got := time.Since(start); got < d {
+					t.Fatalf("PING with a %v delay took %v", d, got)
+				}
+				start = time.Now()
+				mustDo(t, c, 1, "PING")
+				if got := time.Since(start); got >= d {
+					t.Fatalf("node 1 is delayed too: PING took %v", got)
+				}
+				c.Delay(0, 2*d) // replaces
+				start = time.Now()
+				mustDo(t, c, 0, "PING")
+				if got := time.Since(start); got < 2*d {
+					t.Fatalf("PING with a %v delay took %v", 2*d, got)
+				}
+				c.Delay(0, 0)
+			})
+
+			t.Run("CutReplies", func(t *testing.T) {
+				c.CutReplies(0)
+				_, err := do(c, 0, 3*time.Second, "SET", "cut", "ran")
+				if err == nil {
+					t.Fatal("SET with cut replies succeeded")
+				}
+				c.Heal(0)
+				var v any
+				for try := 0; try < 3; try++ {
+					if v, err = do(c, 0, 3*time.Second, "GET", "cut"); err == nil {
+						break
+					}
+				}
+				if s, _ := redis.String(v, err); s != "ran" {
+					t.Fatalf("GET cut after Heal = %v, %v; want the SET to have run", v, err)
+				}
+			})
+		})
+	}
+}
+
+// TestPersistence: with WithPersistence a node keeps its keys across a kill.
+func TestPersistence(t *testing.T) {
+	for _, b := range allBackends {
+		t.Run(string(b), func(t *testing.T) {
+			backendAvailable(t, b)
+			c := Start(t, 1, WithBackend(b), WithPersistence(true))
+			mustDo(t, c, 0, "SET", "durable", "yes")
+			c.Kill(0)
+			c.Restart(0)
+			var v any
+			var err error
+			for try := 0; try < 3; try++ {
+				if v, err = do(c, 0, 3*time.Second, "GET", "durable"); err == nil {
+					break
+				}
+			}
+			if s, _ := redis.String(v, err); s != "yes" {
+				t.Fatalf("GET durable after a restart with persistence = %v, %v", v, err)
+			}
+		})
+	}
+}
+
+// TestNothingLeaks: after a cluster's test ends, its containers, network and
+// processes are gone.
+func TestNothingLeaks(t *testing.T) {
+	for _, b := range allBackends {
+		t.Run(string(b), func(t *testing.T) {
+			backendAvailable(t, b)
+			var c *Cluster
+			t.Run("cluster", func(t *testing.T) {
+				c = Start(t, 2, WithBackend(b))
+				c.Pause(1) // must not stop the cleanup
+			})
+			for i, a := range c.Addrs() {
+				if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+					conn.Close()
+					t.Errorf("proxy of node %d still accepts connections on %s", i, a)
+				}
+			}
+			switch be := c.backend.(type) {
+			case *processBackend:
+				for i := range be.nodes {
+					if conn, err := net.DialTimeout("tcp", be.addr(i), time.Second); err == nil {
+						conn.Close()
+						t.Errorf("redis-server of node %d still listens on %s", i, be.addr(i))
+					}
+				}
+			case *dockerBackend:
+				pool, err := dockerPool()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closeDockerClient(pool)
+				f := map[string][]string{"label": {labelPID + "=" + strconv.Itoa(os.Getpid())}}
+				cs, err := pool.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: f})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ct := range cs {
+					if strings.Contains(strings.Join(ct.Names, ","), be.id) {
+						t.Errorf("container %v left behind", ct.Names)
+					}
+				}
+				if _, err := pool.Client.NetworkInfo(be.network.Network.ID); err == nil {
+					t.Errorf("network %s left behind", be.network.Network.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestBackendFromEnv: REDLOCKTEST_BACKEND selects the backend.
+func TestBackendFromEnv(t *testing.T) {
+	backendAvailable(t, BackendProcess)
+	t.Setenv(EnvBackend, string(BackendProcess))
+	c := Start(t, 1)
+	if c.Backend() != BackendProcess {
+		t.Fatalf("Backend() = %q with %s=process", c.Backend(), EnvBackend)
+	}
+	mustDo(t, c, 0, "PING")
+}
+
+// fakeTB records what a helper reports instead of ending the test; Fatalf
+// and Skipf end the goroutine that called them, as the real ones do.
+type fakeTB struct {
+	testing.TB
+	mu      sync.Mutex
+	fatal   string
+	skipped string
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.fatal = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.mu.Lock()
+	f.skipped = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+// run calls fn in a goroutine of its own, so that Fatalf can end it.
+func (f *fakeTB) run(fn func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	<-done
+}
+
+// TestHelpersFail: each misuse fails the test with a message that says what
+// went wrong.
+func TestHelpersFail(t *testing.T) {
+	backendAvailable(t, BackendProcess)
+	c := Start(t, 2, WithBackend(BackendProcess))
+	cases := []struct {
+		name string
+		fn   func(tb *fakeTB)
+		want string
+	}{
+		{"no nodes", func(tb *fakeTB) { Start(tb, 0) }, "at least 1 node"},
+		{"unknown backend", func(tb *fakeTB) { Start(tb, 1, WithBackend("vm")) }, `unknown backend "vm"`},
+		{"bad start timeout", func(tb *fakeTB) { Start(tb, 1, WithStartTimeout(-time.Second)) }, "start timeout"},
+		{"missing binary", func(tb *fakeTB) {
+			Start(tb, 1, WithBackend(BackendProcess), func(c *config) { c.redisServer = "/nonexistent/redis-server" })
+		}, "apt-get install redis-server"},
+		{"kill out of range", func(tb *fakeTB) { withTB(c, tb).Kill(2) }, "Kill(2): no such node"},
+		{"negative index", func(tb *fakeTB) { withTB(c, tb).Partition(-1) }, "Partition(-1): no such node"},
+		{"negative delay", func(tb *fakeTB) { withTB(c, tb).Delay(0, -time.Second) }, "negative delay"},
+		{"pause a killed node", func(tb *fakeTB) {
+			cc := withTB(c, tb)
+			cc.Kill(1)
+			cc.Pause(1)
+		}, "Restart it first"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := &fakeTB{TB: t}
+			tb.run(func() { tc.fn(tb) })
+			if !strings.Contains(tb.fatal, tc.want) || !strings.HasPrefix(tb.fatal, "redlocktest: ") {
+				t.Fatalf("failure message %q; want it to start with redlocktest: and contain %q", tb.fatal, tc.want)
+			}
+		})
+	}
+	c.Restart(1)
+	mustDo(t, c, 1, "PING")
+}
+
+// withTB returns a view of c that reports to tb; it shares c's nodes.
+func withTB(c *Cluster, tb testing.TB) *Cluster {
+	return &Cluster{tb: tb, backend: c.backend, srv: c.srv, proxies: c.proxies, pools: c.pools, state: c.state}
+}
+
+// TestSkipWhenNothingAvailable: with no Docker engine and no redis-server,
+// the auto backend skips the test and says what to install.
+func TestSkipWhenNothingAvailable(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	t.Setenv(EnvRedisServer, "/nonexistent/redis-server")
+	t.Setenv(EnvBackend, "")
+	tb := &fakeTB{TB: t}
+	tb.run(func() { Start(tb, 3) })
+	if tb.fatal != "" {
+		t.Fatalf("failed instead of skipping: %s", tb.fatal)
+	}
+	for _, want := range []string{"Install Docker", "apt-get install redis-server"} {
+		if !strings.Contains(tb.skipped, want) {
+			t.Fatalf("skip message %q does not say %q", tb.skipped, want)
+		}
+	}
+}
+
+func TestSplitImage(t *testing.T) {
+	for _, tc := range []struct{ in, repo, tag string }{
+		{"redis:7", "redis", "7"},
+		{"redis", "redis", "latest"},
+		{"localhost:5000/redis", "localhost:5000/redis", "latest"},
+		{"localhost:5000/team/redis:7.2", "localhost:5000/team/redis", "7.2"},
+	} {
+		if r, g := splitImage(tc.in); r != tc.repo || g != tc.tag {
+			t.Errorf("splitImage(%q) = %q, %q; want %q, %q", tc.in, r, g, tc.repo, tc.tag)
+		}
+	}
+}
+
+func TestParseLdd(t *testing.T) {
+	out := []byte(`	linux-vdso.so.1 (0x00007ffd)
+	libm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x00007f4f)
+	libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f4f)
+	/lib64/ld-linux-x86-64.so.2 (0x00007f4f)
+`)
+	got, err := parseLdd(out)
+	want := []string{"/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}
+	if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("parseLdd = %v, %v; want %v", got, err, want)
+	}
+	if _, err := parseLdd([]byte("\tlibfoo.so.1 => not found\n")); err == nil || !strings.Contains(err.Error(), "libfoo.so.1") {
+		t.Fatalf("a missing library gave %v", err)
+	}
+	if _, err := parseLdd([]byte("\tnot a dynamic executable\n")); err == nil {
+		t.Fatal("a static binary gave no error")
+	}
+}
+
+// TestLocalImageFallback: an image that is neither present nor pullable is
+// replaced by one built from the local redis-server, which then runs.
+func TestLocalImageFallback(t *testing.T) {
+	backendAvailable(t, BackendDocker)
+	backendAvailable(t, BackendProcess) // the build needs the binary
+	name, err := BuildLocalImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(name, LocalImageRepository+":") {
+		t.Fatalf("BuildLocalImage() = %q", name)
+	}
+	pool, err := dockerPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDockerClient(pool)
+	img, note, err := ensureImage(pool, newConfig([]Option{WithImage("redlocktest-absent/redis:0")}))
+	if err != nil || img != name || !strings.Contains(note, "could not be pulled") {
+		t.Fatalf("ensureImage(absent) = %q, %q, %v; want %q with a note", img, note, err, name)
+	}
+	c := Start(t, 1, WithBackend(BackendDocker), WithImage("redlocktest-absent/redis:0"))
+	if s, _ := redis.String(mustDo(t, c, 0, "INFO", "server"), nil); !strings.Contains(s, "redis_version:") {
+		t.Fatalf("INFO server from the local image: %q", s)
+	}
+}

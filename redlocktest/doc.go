@@ -1,0 +1,50 @@
+// Package redlocktest starts real Redis nodes for tests and injects the
+// faults Redlock has to survive: a node killed, restarted empty, paused,
+// partitioned away, slowed down, or losing its replies.
+//
+// Start returns a Cluster of n independent nodes and removes them when the
+// test ends:
+//
+//	c := redlocktest.Start(t, 5)
+//	f, err := redlock.NewFactory(c.Pools())
+//	...
+//	c.Partition(0) // node 0 unreachable: packets dropped, connections hang
+//	c.Kill(1)      // node 1 gone, its keys lost
+//	c.Heal(0)
+//	c.Restart(1)   // back, empty, at the same address
+//
+// # Backends
+//
+// The Docker backend (github.com/ory/dockertest/v3) runs each node in a
+// container, all of a cluster's containers on a network of its own. The
+// image is redis:7 unless WithImage or REDLOCKTEST_IMAGE says otherwise.
+// When the image is neither present nor pullable (a machine with no
+// registry), Start builds one FROM scratch out of the local redis-server
+// binary, the libraries ldd lists and the dynamic loader, and reuses it
+// afterwards (see BuildLocalImage). Kill sends SIGKILL to the container
+// (dockertest's own stop signal is SIGWINCH, which Redis ignores); Restart
+// starts the same container again and follows its new host port.
+//
+// The process backend runs local redis-server processes on loopback ports,
+// paused with SIGSTOP and killed with SIGKILL.
+//
+// With BackendAuto (the default; REDLOCKTEST_BACKEND=docker or process
+// forces one) Docker is used when an engine answers, else redis-server
+// processes, else the test is skipped with a message that says what to
+// install.
+//
+// # Faults
+//
+// Every node sits behind a fault-injecting TCP proxy (an embedded
+// github.com/Shopify/toxiproxy/v2) on a fixed loopback address. Clients only
+// ever see the proxy, so a node's address survives Restart, and Partition,
+// Delay and CutReplies behave the same on both backends. Kill, Restart,
+// Pause and Unpause act on the node itself.
+//
+// Every fault method fails the test with a message naming the node and the
+// backend when it cannot do its job, and must be called from the test's
+// goroutine. Nothing outlives the test: containers, networks, processes,
+// proxies and connection pools are removed at cleanup, and containers that a
+// crashed test binary left behind are removed by the next Start on the same
+// host.
+package redlocktest

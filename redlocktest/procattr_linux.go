@@ -1,0 +1,13 @@
+package redlocktest
+
+import "syscall"
+
+// procAttr puts a node in its own process group, so that a signal sent to
+// the test's group does not reach it, and has the kernel kill it when the
+// test binary dies, so that a crashed test leaks no redis-server.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// processGone reports whether no process with this id exists.
+func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
