@@ -204,7 +204,7 @@ func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, err
 		lastErr = err
 		if maxAttempts > 0 && n >= maxAttempts {
 			l.endAcquire()
-			return 0, fmt.Errorf("%w after %d attempts: %w", ErrNotAcquired, n, lastErr)
+			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
 		}
 		if err := sleepCtx(ctx, l.retryPause()); err != nil {
 			l.endAcquire()
@@ -249,7 +249,7 @@ func (l *Lock) retryPause() time.Duration {
 
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
 // node at once, deciding at quorum. It returns the validity, or an error
-// matching ErrNotAcquired; a failed attempt's keys are deleted by the node
+// that says why the attempt failed; a failed attempt's keys are deleted by the node
 // goroutines as their answers arrive, late ones included.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
 	att := &attempt{token: uuid.NewString(), decided: make(chan struct{})}
@@ -272,9 +272,9 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 	att.state.Store(attemptFailed)
 	close(att.decided)
 	if r.reached(l.cfg.quorum) {
-		return 0, nil, r, fmt.Errorf("%w: validity %v after %v is not positive", ErrNotAcquired, validity, r.elapsed())
+		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
 	}
-	return 0, nil, r, r.failure(ErrNotAcquired, "set", len(l.fan.nodes), l.cfg.quorum)
+	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)
 }
 
 // cleanupLate runs in a node goroutine of an attempt after its reply. If
@@ -422,7 +422,7 @@ func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, er
 	r := l.fan.run(ctx, bump, false, nil)
 	validity := l.validity(r)
 	if !r.reached(l.cfg.quorum) || validity <= 0 {
-		err := r.failure(nil, "extend", len(l.fan.nodes), l.cfg.quorum)
+		err := r.failure("extend", len(l.fan.nodes), l.cfg.quorum)
 		if errors.Is(err, ErrLockLost) {
 			l.lose(h, err)
 		}
@@ -477,7 +477,7 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 	}
 	r := l.releaseNodes(ctx, h.token)
 	if !r.reached(l.cfg.quorum) {
-		return r.failure(nil, "released", len(l.fan.nodes), l.cfg.quorum)
+		return r.failure("released", len(l.fan.nodes), l.cfg.quorum)
 	}
 	return cause
 }
@@ -530,7 +530,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		l.lose(h, lost)
 		return false, times, nil
 	}
-	return false, times, r.failure(nil, "held", len(l.fan.nodes), l.cfg.quorum)
+	return false, times, r.failure("held", len(l.fan.nodes), l.cfg.quorum)
 }
 
 // Locked reports whether the lock is held: acquired, not released, and

@@ -94,19 +94,21 @@ func (r *round) reached(quorum int) bool { return r.oks >= quorum }
 // quorum can never agree: the lock is gone, not merely unreachable.
 func (r *round) refusedByQuorum(nodes, quorum int) bool { return r.noes > nodes-quorum }
 
-// failure explains a round that did not reach its quorum and carries the
-// node errors. It matches kind, or when kind is nil, ErrLockLost if a quorum
-// positively refused and ErrNoQuorum otherwise.
-func (r *round) failure(kind error, what string, nodes, quorum int) error {
-	if kind == nil {
-		kind = ErrNoQuorum
-		if r.refusedByQuorum(nodes, quorum) {
-			kind = ErrLockLost
-		}
+// failure explains a round that did not reach its quorum: ErrLockLost if a
+// quorum positively refused, ErrNoQuorum otherwise, with the node errors.
+func (r *round) failure(what string, nodes, quorum int) error {
+	kind := ErrNoQuorum
+	if r.refusedByQuorum(nodes, quorum) {
+		kind = ErrLockLost
 	}
-	msg := fmt.Errorf("%w: %s on %d of %d nodes, quorum %d", kind, what, r.oks, nodes, quorum)
+	return fmt.Errorf("%w: %w", kind, r.detail(what, nodes, quorum))
+}
+
+// detail describes the round's count and carries its node errors.
+func (r *round) detail(what string, nodes, quorum int) error {
+	msg := fmt.Sprintf("%s on %d of %d nodes, quorum %d", what, r.oks, nodes, quorum)
 	if len(r.errs) == 0 {
-		return msg
+		return errors.New(msg)
 	}
-	return fmt.Errorf("%w: %w", msg, errors.Join(r.errs...))
+	return fmt.Errorf("%s: %w", msg, errors.Join(r.errs...))
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -15,7 +16,8 @@ import (
 // ErrInjected is returned by connections whose fault is on.
 var ErrInjected = errors.New("faultpool: injected fault")
 
-// Pool wraps a pool. With LoseReplies on, every command is executed by the
+// Pool wraps a pool. With DelayNanos set, every reply is held back that
+// long. With LoseReplies on, every command is executed by the
 // server but its reply is withheld until the caller's context ends, as when
 // the connection is reset after the command was sent. With Refuse on,
 // GetContext fails at once.
@@ -25,6 +27,7 @@ type Pool struct {
 	}
 	LoseReplies atomic.Bool
 	Refuse      atomic.Bool
+	DelayNanos  atomic.Int64 // added before each reply is returned
 	Commands    atomic.Int64 // commands that reached the server
 }
 
@@ -49,6 +52,9 @@ type conn struct {
 func (c *conn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
 	v, err := redis.DoContext(c.Conn, context.WithoutCancel(ctx), cmd, args...)
 	c.p.Commands.Add(1)
+	if d := time.Duration(c.p.DelayNanos.Load()); d > 0 {
+		time.Sleep(d)
+	}
 	if c.p.LoseReplies.Load() {
 		<-ctx.Done()
 		return nil, errors.Join(ErrInjected, ctx.Err())

@@ -1,0 +1,166 @@
+package redlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/faultpool"
+)
+
+// TestAutoextendKeepsShortLock holds a 1 s lock for 5 s: the autoextender
+// must keep it, so Done stays open and a quorum still has the token.
+func TestAutoextendKeepsShortLock(t *testing.T) {
+	c, pools := cluster(t, 3)
+	ctx := ctxT(t, 30*time.Second)
+	l, _ := redlock.NewLock("keep", pools, redlock.WithTTL(time.Second))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+		t.Fatalf("lock lost while autoextending: %v", l.Err())
+	case <-time.After(5 * time.Second):
+	}
+	if l.Err() != nil {
+		t.Fatalf("Err = %v", l.Err())
+	}
+	held, times, err := l.CheckTimes(ctx)
+	if !held || err != nil {
+		t.Fatalf("after 5s: held=%v times=%v err=%v", held, times, err)
+	}
+	for i := range 3 {
+		if rawGet(t, c, i, "keep") != l.Token() {
+			t.Fatalf("node %d lost the token", i)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAutoextendDetectsLoss deletes the lock's keys on a quorum: the
+// autoextender's next extension finds them gone, so Done closes with
+// ErrLockLost within one TTL.
+func TestAutoextendDetectsLoss(t *testing.T) {
+	c, pools := cluster(t, 3)
+	ctx := ctxT(t, 30*time.Second)
+	const ttl = time.Second
+	l, _ := redlock.NewLock("steal", pools, redlock.WithTTL(ttl))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[0].Do("DEL", "steal")
+	c.Nodes[1].Do("DEL", "steal")
+	deleted := time.Now()
+	select {
+	case <-l.Done():
+	case <-time.After(3 * ttl):
+		t.Fatal("loss not detected within 3 TTLs")
+	}
+	took := time.Since(deleted)
+	t.Logf("loss detected %v after the keys were deleted (ttl %v)", took, ttl)
+	// One TTL, plus slack for timer scheduling on a loaded machine.
+	if took > ttl+250*time.Millisecond {
+		t.Fatalf("loss detected after %v, more than one TTL", took)
+	}
+	if !errors.Is(l.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err = %v, want ErrLockLost", l.Err())
+	}
+	if _, err := l.Extend(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Extend after loss = %v, want ErrLockLost", err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Release after loss = %v, want ErrLockLost", err)
+	}
+	waitFor(t, 2*time.Second, "the remaining key to be cleaned up", func() bool {
+		return rawGet(t, c, 2, "steal") == ""
+	})
+}
+
+// TestAutoextendRidesOutTransientFailure makes one node refuse connections
+// for a while: a quorum is still extendable, so the lock is kept.
+func TestAutoextendRidesOutTransientFailure(t *testing.T) {
+	_, raw := cluster(t, 3)
+	pools := make([]redlock.Pool, 3)
+	faulty := make([]*faultpool.Pool, 3)
+	for i := range raw {
+		faulty[i] = &faultpool.Pool{Inner: raw[i]}
+		pools[i] = faulty[i]
+	}
+	ctx := ctxT(t, 30*time.Second)
+	l, _ := redlock.NewLock("transient", pools, redlock.WithTTL(500*time.Millisecond))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	faulty[0].Refuse.Store(true)
+	time.Sleep(1500 * time.Millisecond)
+	faulty[0].Refuse.Store(false)
+	if l.Err() != nil {
+		t.Fatalf("lost with one node refusing: %v", l.Err())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestValidityExpiryWithoutAutoextend: a lock that is not extended is
+// declared lost when its validity ends.
+func TestValidityExpiryWithoutAutoextend(t *testing.T) {
+	_, pools := cluster(t, 3)
+	ctx := ctxT(t, 10*time.Second)
+	l, _ := redlock.NewLock("expire", pools, redlock.WithTTL(300*time.Millisecond), redlock.WithAutoextend(false))
+	validity, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := time.Now()
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after the validity ended")
+	}
+	if time.Since(acquired) < validity {
+		t.Fatalf("Done closed after %v, before the validity %v ended", time.Since(acquired), validity)
+	}
+	if !errors.Is(l.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err = %v, want ErrLockLost", l.Err())
+	}
+}
+
+func TestAutoextendTimeoutAndStop(t *testing.T) {
+	_, pools := cluster(t, 3)
+	ctx := ctxT(t, 10*time.Second)
+	l, _ := redlock.NewLock("timeout", pools, redlock.WithTTL(400*time.Millisecond), redlock.WithAutoextendTimeout(500*time.Millisecond))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select { // extended once or twice, then left to expire
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("lock still held long after the autoextend timeout")
+	}
+	if !errors.Is(l.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err = %v", l.Err())
+	}
+
+	m, _ := redlock.NewLock("stop", pools, redlock.WithTTL(5*time.Second), redlock.WithAutoextend(false))
+	if err := m.StartAutoextend(0); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Fatalf("StartAutoextend before Acquire = %v, want ErrInvalidOperation", err)
+	}
+	if _, err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.StartAutoextend(-time.Second); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Fatalf("negative timeout = %v", err)
+	}
+	if err := m.StartAutoextend(0); err != nil {
+		t.Fatal(err)
+	}
+	m.StopAutoextend()
+	m.StopAutoextend() // idempotent
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,130 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redlockplus/redlock"
+)
+
+// The examples run against three redis-server nodes that TestMain starts on
+// these addresses.
+var nodeURLs = []string{"redis://127.0.0.1:16379", "redis://127.0.0.1:16380", "redis://127.0.0.1:16381"}
+
+func Example() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+
+	ctx := context.Background()
+	lock := f.NewLock("reports:nightly")
+	if _, err := lock.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(ctx)
+
+	fmt.Println("held by one process; extended in the background until Release")
+	// Output: held by one process; extended in the background until Release
+}
+
+func ExampleFactory_Do() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithTTL(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+
+	err = f.Do(context.Background(), "migrations", func(ctx context.Context) error {
+		// ctx is cancelled if the lock is lost while this runs.
+		fmt.Println("running migrations")
+		return nil
+	})
+	fmt.Println("done:", err)
+	// Output:
+	// running migrations
+	// done: <nil>
+}
+
+func ExampleLock_TryAcquire() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(1), redlock.WithRetryDelay(10*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	first := f.NewLock("printer")
+	if _, err := first.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = f.NewLock("printer").TryAcquire(ctx)
+	fmt.Println("second holder:", errors.Is(err, redlock.ErrNotAcquired))
+	first.Release(ctx)
+	// Output: second holder: true
+}
+
+func ExampleLock_Done() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithTTL(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	lock := f.NewLock("leader")
+	if _, err := lock.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	work := time.After(50 * time.Millisecond)
+	select {
+	case <-lock.Done(): // lost: stop acting as the holder at once
+		fmt.Println("lost:", lock.Err())
+	case <-work:
+		fmt.Println("work finished while holding the lock")
+	}
+	lock.Release(ctx)
+	// Output: work finished while holding the lock
+}
+
+func ExampleRLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	r := f.NewRLock("config")
+	r.Acquire(ctx) // takes the lock on the nodes
+	r.Acquire(ctx) // nested: re-checks it and counts
+	fmt.Println("level", r.Level())
+	r.Release(ctx) // level 1: still held
+	r.Release(ctx) // level 0: released on the nodes
+	fmt.Println("level", r.Level())
+	// Output:
+	// level 2
+	// level 0
+}
+
+func ExampleLock_CheckTimes() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithTTL(30*time.Second), redlock.WithAutoextend(false))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	lock := f.NewLock("inventory")
+	if _, err := lock.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(ctx)
+	held, times, err := lock.CheckTimes(ctx)
+	fmt.Println(held, len(times), err)
+	// Output: true 3 <nil>
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the tests need (redis-server, redis-sentinel) when it is
+# missing, then runs every test of the module under the race detector with
+# the goroutine-leak checks of each package's TestMain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server redis-tools)
+command -v redis-sentinel >/dev/null 2>&1 || need_pkgs+=(redis-sentinel)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "installing ${need_pkgs[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+go vet ./...
+go test -race -count=1 -timeout 15m "$@" ./...
