@@ -38,7 +38,7 @@ type config struct {
 	driftFactor       float64
 	nodeTimeout       time.Duration
 	nodeTimeoutSet    bool // else derived from the ttl
-	quorum            int           // 0: N/2+1
+	quorum            int  // 0: N/2+1
 	quorumSet         bool
 	autoextend        *bool // nil: the lock kind's default
 	autoextendTimeout time.Duration
