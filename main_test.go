@@ -37,12 +37,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cluster starts n real redis-server nodes and returns them with their pools.
+// cluster starts n real redis-server nodes and returns them with one
+// redlock.NewPool per node, closed when the test ends.
 func cluster(t *testing.T, n int) (*redistest.Cluster, []redlock.Pool) {
 	t.Helper()
 	c := redistest.Start(t, n)
 	pools := make([]redlock.Pool, n)
-	for i, p := range c.Pools() {
+	for i, u := range c.URLs() {
+		p, err := redlock.NewPool(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
 		pools[i] = p
 	}
 	return c, pools

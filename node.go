@@ -54,12 +54,17 @@ func (n *node) do(ctx context.Context, cmd string, args ...any) (any, error) {
 
 // eval runs a lock script and returns its integer reply.
 func (n *node) eval(ctx context.Context, s *redis.Script, keysAndArgs ...any) (int64, error) {
+	return redis.Int64(n.evalRaw(ctx, s, keysAndArgs...))
+}
+
+// evalRaw runs a script (EVALSHA, EVAL on NOSCRIPT) and returns its reply.
+func (n *node) evalRaw(ctx context.Context, s *redis.Script, keysAndArgs ...any) (any, error) {
 	c, err := n.pool.GetContext(ctx)
 	if err != nil {
-		return 0, n.wrap(err)
+		return nil, n.wrap(err)
 	}
 	defer c.Close()
-	v, err := redis.Int64(s.DoContext(ctx, c, keysAndArgs...))
+	v, err := s.DoContext(ctx, c, keysAndArgs...)
 	return v, n.wrap(err)
 }
 
