@@ -56,8 +56,9 @@ type Cluster struct {
 	proxies []*faultProxy
 	pools   []*nodePool
 
-	mu    sync.Mutex // serialises fault operations
-	state []nodeState
+	mu      sync.Mutex // serialises fault operations
+	state   []nodeState
+	clients []*Client
 }
 
 // Start starts n Redis nodes (n >= 1; Redlock needs at least 3) with no
@@ -151,6 +152,9 @@ func randomID() string {
 func (c *Cluster) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, cl := range c.clients {
+		cl.close()
+	}
 	for _, p := range c.pools {
 		_ = p.Close()
 	}
@@ -269,6 +273,11 @@ func (c *Cluster) Restart(i int) {
 	}
 	if err := c.proxies[i].setUpstream(addr); err != nil {
 		c.fail("Restart", i, err)
+	}
+	for _, cl := range c.clients {
+		if err := cl.proxies[i].setUpstream(addr); err != nil {
+			c.fail("Restart", i, err)
+		}
 	}
 	c.pools[i].gen.Add(1)
 	c.state[i] = stateRunning

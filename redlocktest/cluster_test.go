@@ -186,6 +186,50 @@ func TestFaults(t *testing.T) {
 				c.Delay(0, 0)
 			})
 
+			t.Run("Client", func(t *testing.T) {
+				cl := c.NewClient()
+				if len(cl.Pools()) != 2 || cl.URLs()[0] == c.URLs()[0] {
+					t.Fatalf("client URLs %v must differ from the cluster's %v", cl.URLs(), c.URLs())
+				}
+				cdo := func(i int, timeout time.Duration, cmd string, args ...any) (any, error) {
+					ctx, cancel := context.WithTimeout(context.Background(), timeout)
+					defer cancel()
+					conn, err := cl.Pools()[i].GetContext(ctx)
+					if err != nil {
+						return nil, err
+					}
+					defer conn.Close()
+					return redis.DoContext(conn, ctx, cmd, args...)
+				}
+				if _, err := cdo(0, 5*time.Second, "SET", "client", "x"); err != nil {
+					t.Fatal(err)
+				}
+				cl.Partition(0)
+				if _, err := cdo(0, 300*time.Millisecond, "PING"); !isTimeout(err) {
+					t.Fatalf("PING from a client partitioned from node 0: %v, want a timeout", err)
+				}
+				if v, _ := redis.String(mustDo(t, c, 0, "GET", "client"), nil); v != "x" {
+					t.Fatalf("the cluster's own path to node 0 is cut too: GET = %q", v)
+				}
+				cl.Heal(0)
+				c.Restart(0) // the client's proxy follows the node
+				var err error
+				for try := 0; try < 3; try++ {
+					if _, err = cdo(0, 3*time.Second, "PING"); err == nil {
+						break
+					}
+				}
+				if err != nil {
+					t.Fatalf("client PING after Restart: %v", err)
+				}
+				cl.Delay(1, 300*time.Millisecond)
+				start := time.Now()
+				if _, err := cdo(1, 5*time.Second, "PING"); err != nil || time.Since(start) < 300*time.Millisecond {
+					t.Fatalf("client PING with a 300ms delay: %v after %v", err, time.Since(start))
+				}
+				cl.Heal(1)
+			})
+
 			t.Run("CutReplies", func(t *testing.T) {
 				c.CutReplies(0)
 				_, err := do(c, 0, 3*time.Second, "SET", "cut", "ran")
