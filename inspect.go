@@ -9,7 +9,7 @@ import (
 )
 
 // inspectScript returns the key's value and PTTL in one atomic read.
-var inspectScript = redis.NewScript(1, `return {redis.call("GET", KEYS[1]), redis.call("PTTL", KEYS[1])}`)
+var inspectScript = redis.NewScript(-1, `return {redis.call("GET", KEYS[1]), redis.call("PTTL", KEYS[1])}`)
 
 // NodeState is what one node holds for a lock name.
 type NodeState struct {
@@ -34,6 +34,15 @@ type Inspection struct {
 	HolderTTL time.Duration
 }
 
+// judgeValues accepts the two-element reply of inspectScript.
+func judgeValues(v any) reply {
+	vals, err := redis.Values(v, nil)
+	if err == nil && len(vals) != 2 {
+		err = fmt.Errorf("unexpected reply %v", vals)
+	}
+	return reply{ok: err == nil, raw: v, err: err}
+}
+
 // Held reports whether a quorum of nodes store the same token.
 func (in Inspection) Held() bool { return in.Holder != "" }
 
@@ -53,22 +62,19 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 		return Inspection{}, err
 	}
 	in := Inspection{Name: name, Quorum: cfg.quorum, Nodes: make([]NodeState, len(f.nodes))}
-	read := func(ctx context.Context, n *node) reply {
-		st := NodeState{Node: n.index, Addr: n.addr}
-		vals, err := redis.Values(n.evalRaw(ctx, inspectScript, name))
-		if err == nil && len(vals) == 2 {
+	read := nodeCmd{script: inspectScript, args: []any{1, name}, judge: judgeValues}
+	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, bg: &f.bg}
+	r := fan.run(ctx, read, true, nil)
+	for _, rep := range r.replies {
+		st := NodeState{Node: rep.node.index, Addr: rep.node.addr, Err: rep.err}
+		if rep.err == nil {
+			vals := rep.raw.([]any)
 			st.Token, _ = redis.String(vals[0], nil)
 			ms, _ := redis.Int64(vals[1], nil)
 			st.TTL = time.Duration(max(ms, 0)) * time.Millisecond
-		} else if err == nil {
-			err = n.wrap(fmt.Errorf("unexpected reply %v", vals))
 		}
-		st.Err = err
-		in.Nodes[n.index] = st // each goroutine writes its own element
-		return reply{err: err}
+		in.Nodes[rep.node.index] = st
 	}
-	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, bg: &f.bg}
-	fan.run(ctx, read, true, nil)
 	counts := map[string][]time.Duration{}
 	for _, st := range in.Nodes {
 		if st.Token != "" {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/google/uuid"
 )
 
@@ -253,12 +254,12 @@ func (l *Lock) retryPause() time.Duration {
 // goroutines as their answers arrive, late ones included.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
 	att := &attempt{token: uuid.NewString(), decided: make(chan struct{})}
-	ttlMs := l.cfg.ttlMs()
-	set := func(ctx context.Context, n *node) reply {
-		ok, err := n.setNX(ctx, l.name, att.token, ttlMs)
-		return reply{ok: ok, err: err}
+	set := nodeCmd{name: "SET", args: []any{l.name, att.token, "NX", "PX", l.cfg.ttlMs()}, judge: judgeSet}
+	var after func(reply)
+	if !l.pipelined() {
+		after = func(rep reply) { l.cleanupLate(ctx, att, rep) }
 	}
-	r := l.fan.run(ctx, set, false, func(rep reply) { l.cleanupLate(ctx, att, rep) })
+	r := l.fan.run(ctx, set, false, after)
 	att.counted = make([]bool, len(l.fan.nodes))
 	for _, rep := range r.replies {
 		att.counted[rep.node.index] = true
@@ -271,10 +272,47 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 	}
 	att.state.Store(attemptFailed)
 	close(att.decided)
+	if l.pipelined() {
+		l.discardQueued(att.token, r)
+	}
 	if r.reached(l.cfg.quorum) {
 		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
 	}
 	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)
+}
+
+// pipelined reports whether the lock's nodes share pipelined connections.
+func (l *Lock) pipelined() bool { return l.fan.nodes[0].pipe != nil }
+
+// discardQueued deletes a failed attempt's key on every node that did not
+// refuse it, without waiting. On a pipelined connection the delete is queued
+// behind the attempt's own SET, so it runs after it even when that SET's
+// reply has not arrived yet.
+func (l *Lock) discardQueued(token string, r round) {
+	refused := make([]bool, len(l.fan.nodes))
+	for _, rep := range r.replies {
+		refused[rep.node.index] = rep.err == nil && !rep.ok
+	}
+	cmd := nodeCmd{script: discardScript, args: []any{1, l.name, token}, judge: judgeOne}
+	sink := make(chan reply, len(l.fan.nodes))
+	for _, n := range l.fan.nodes {
+		if !refused[n.index] {
+			n.start(context.Background(), cmd, sink)
+		}
+	}
+}
+
+// Reply readers of the node commands.
+func judgeSet(v any) reply { return reply{ok: v != nil} }
+
+func judgeOne(v any) reply {
+	n, err := redis.Int64(v, nil)
+	return reply{ok: n == 1, value: n, err: err}
+}
+
+func judgePTTL(v any) reply {
+	n, err := redis.Int64(v, nil)
+	return reply{ok: n > 0, value: n, err: err}
 }
 
 // cleanupLate runs in a node goroutine of an attempt after its reply. If
@@ -299,7 +337,7 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
 	defer cancel()
-	_, _ = rep.node.release(cctx, l.name, att.token)
+	rep.node.run(cctx, nodeCmd{script: discardScript, args: []any{1, l.name, att.token}, judge: judgeOne})
 }
 
 // validity is what remains of the TTL after a round: ttl - elapsed - drift.
@@ -414,11 +452,7 @@ func (l *Lock) Extend(ctx context.Context) (time.Duration, error) {
 
 // extendHolding extends holding h; see Extend.
 func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, error) {
-	ttlMs := l.cfg.ttlMs()
-	bump := func(ctx context.Context, n *node) reply {
-		ok, err := n.extend(ctx, l.name, h.token, ttlMs)
-		return reply{ok: ok, err: err}
-	}
+	bump := nodeCmd{script: extendScript, args: []any{1, l.name, h.token, l.cfg.ttlMs()}, judge: judgeOne}
 	r := l.fan.run(ctx, bump, false, nil)
 	validity := l.validity(r)
 	if !r.reached(l.cfg.quorum) || validity <= 0 {
@@ -484,10 +518,7 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 
 // releaseNodes runs the release script on every node, deciding at quorum.
 func (l *Lock) releaseNodes(ctx context.Context, token string) round {
-	del := func(ctx context.Context, n *node) reply {
-		ok, err := n.release(ctx, l.name, token)
-		return reply{ok: ok, err: err}
-	}
+	del := nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
 	return l.fan.run(ctx, del, false, nil)
 }
 
@@ -508,10 +539,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		}
 		return false, nil, err
 	}
-	check := func(ctx context.Context, n *node) reply {
-		ms, err := n.pttl(ctx, l.name, h.token)
-		return reply{ok: ms > 0, value: ms, err: err}
-	}
+	check := nodeCmd{script: checkScript, args: []any{1, l.name, h.token}, judge: judgePTTL}
 	r := l.fan.run(ctx, check, true, nil)
 	spent := r.elapsed() + l.cfg.drift()
 	times = make([]time.Duration, len(l.fan.nodes))

@@ -3,7 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strconv"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -13,6 +13,7 @@ type node struct {
 	index int
 	addr  string
 	pool  Pool
+	pipe  *pipeline // nil: every command borrows a pool connection
 }
 
 // newNodes checks a node list for nil and duplicate entries and wraps it.
@@ -41,58 +42,63 @@ func (n *node) wrap(err error) error {
 	return &NodeError{Node: n.index, Addr: n.addr, Err: err}
 }
 
-// do runs one command with ctx bounding both the pool wait and the reply.
-func (n *node) do(ctx context.Context, cmd string, args ...any) (any, error) {
+// run executes cmd on a pool connection, bounded by ctx.
+func (n *node) run(ctx context.Context, cmd nodeCmd) reply {
 	c, err := n.pool.GetContext(ctx)
 	if err != nil {
-		return nil, n.wrap(err)
+		return reply{node: n, err: n.wrap(err)}
 	}
 	defer c.Close()
-	v, err := redis.DoContext(c, ctx, cmd, args...)
-	return v, n.wrap(err)
-}
-
-// eval runs a lock script and returns its integer reply.
-func (n *node) eval(ctx context.Context, s *redis.Script, keysAndArgs ...any) (int64, error) {
-	return redis.Int64(n.evalRaw(ctx, s, keysAndArgs...))
-}
-
-// evalRaw runs a script (EVALSHA, EVAL on NOSCRIPT) and returns its reply.
-func (n *node) evalRaw(ctx context.Context, s *redis.Script, keysAndArgs ...any) (any, error) {
-	c, err := n.pool.GetContext(ctx)
-	if err != nil {
-		return nil, n.wrap(err)
+	var v any
+	if cmd.script != nil {
+		v, err = cmd.script.DoContext(ctx, c, cmd.args...)
+	} else {
+		v, err = redis.DoContext(c, ctx, cmd.name, cmd.args...)
 	}
-	defer c.Close()
-	v, err := s.DoContext(ctx, c, keysAndArgs...)
-	return v, n.wrap(err)
+	return n.judge(cmd, v, err)
 }
 
-// setNX sets key to token with a TTL in ms unless the key exists. It reports
-// whether the key was set.
-func (n *node) setNX(ctx context.Context, key, token string, ttlMs int64) (bool, error) {
-	v, err := n.do(ctx, "SET", key, token, "NX", "PX", strconv.FormatInt(ttlMs, 10))
-	if err != nil {
-		return false, err
+// start queues cmd on the node's pipeline; the reply goes to out.
+func (n *node) start(ctx context.Context, cmd nodeCmd, out chan<- reply) {
+	name, args := cmd.name, cmd.args
+	if cmd.script != nil {
+		name, args = "EVALSHA", scriptArgs(cmd.script.Hash(), cmd.args)
 	}
-	return v != nil, nil
+	n.pipe.send(ctx, &pcall{name: name, args: args, done: func(v any, err error) {
+		if cmd.script != nil && isNoScript(err) {
+			// The node lost its scripts (SCRIPT FLUSH, restart): send the
+			// source. Not from the reader goroutine, which must not block.
+			go n.pipe.send(ctx, &pcall{name: "EVAL", args: scriptArgs(sourceOf(cmd.script), cmd.args), done: func(v any, err error) {
+				out <- n.judge(cmd, v, err)
+			}})
+			return
+		}
+		out <- n.judge(cmd, v, err)
+	}})
 }
 
-// release deletes key iff it holds token.
-func (n *node) release(ctx context.Context, key, token string) (bool, error) {
-	v, err := n.eval(ctx, releaseScript, key, token)
-	return v == 1, err
+// judge reads a reply with the command's rule.
+func (n *node) judge(cmd nodeCmd, v any, err error) reply {
+	if err != nil {
+		return reply{node: n, err: n.wrap(err)}
+	}
+	rep := cmd.judge(v)
+	rep.node = n
+	if rep.err != nil {
+		rep.err = n.wrap(rep.err)
+	}
+	return rep
 }
 
-// extend resets key's TTL iff it holds token.
-func (n *node) extend(ctx context.Context, key, token string, ttlMs int64) (bool, error) {
-	v, err := n.eval(ctx, extendScript, key, token, ttlMs)
-	return v == 1, err
+// scriptArgs builds EVALSHA/EVAL arguments: the hash or source, then the
+// key count, keys and arguments.
+func scriptArgs(shaOrSrc string, countKeysArgs []any) []any {
+	return append([]any{shaOrSrc}, countKeysArgs...)
 }
 
-// pttl returns key's remaining TTL in ms iff it holds token, else 0.
-func (n *node) pttl(ctx context.Context, key, token string) (int64, error) {
-	return n.eval(ctx, checkScript, key, token)
+func isNoScript(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT")
 }
 
 // loadScripts loads every lock script on the node.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // reply is one node's answer in a quorum round.
@@ -13,6 +15,7 @@ type reply struct {
 	node  *node
 	ok    bool  // the node did what was asked: set, extended, released, holds the key
 	value int64 // the integer reply of the node script (the PTTL for a check)
+	raw   any   // the reply itself, for commands that need more than value
 	err   error // a *NodeError when the node did not answer
 }
 
@@ -24,17 +27,23 @@ type round struct {
 	oks     int       // nodes that did what was asked
 	noes    int       // nodes that answered but refused (the key is absent or another token's)
 	errs    []error   // nodes that did not answer
+	all     []*node   // the round's nodes
 }
 
 // elapsed is the time from the first command to the decision.
 func (r *round) elapsed() time.Duration { return r.decided.Sub(r.start) }
 
-// nodeOp performs one round's command on one node, bounded by ctx.
-type nodeOp func(ctx context.Context, n *node) reply
+// nodeCmd is the command a quorum round sends to every node, with the
+// reading of its reply.
+type nodeCmd struct {
+	script *redis.Script // a lock script (EVALSHA, EVAL on NOSCRIPT), or
+	name   string        // a plain command
+	args   []any
+	judge  func(v any) reply // reads a reply that is not an error
+}
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
-// operation. It needs the node list, the quorum and the per-node timeout, and
-// tracks its goroutines in bg so that their owner can wait for them.
+// operation.
 type fanout struct {
 	nodes       []*node
 	quorum      int
@@ -42,49 +51,92 @@ type fanout struct {
 	bg          *sync.WaitGroup
 }
 
-// run sends op to every node at once. Without waitAll it returns as soon as
+// run sends cmd to every node at once. Without waitAll it returns as soon as
 // the outcome is decided: quorum nodes said yes, or so many refused or failed
-// that a quorum is out of reach. It never waits for the slowest node then:
-// the remaining commands finish in their goroutines, bounded by the node
-// timeout, and each calls after (if not nil) with its reply, which is how a
-// late answer of an attempt that failed gets cleaned up. The results channel
-// is buffered to the node count, so no goroutine blocks on a caller that has
-// gone.
-func (f *fanout) run(ctx context.Context, op nodeOp, waitAll bool, after func(reply)) round {
-	r := round{start: time.Now(), replies: make([]reply, 0, len(f.nodes))}
+// that a quorum is out of reach. It never waits for the slowest node then,
+// and never longer than the node timeout for any node.
+//
+// On pipelined nodes the commands are queued on the node's shared connection
+// and a late reply is simply dropped. On plain pools each node's command runs
+// in a goroutine, which calls after (if not nil) with its reply once the
+// command is done, late or not: that is how an attempt that failed deletes
+// what a late SET wrote. The results channel is buffered to the node count,
+// so no goroutine blocks on a caller that has gone.
+func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(reply)) round {
+	r := round{start: time.Now(), replies: make([]reply, 0, len(f.nodes)), all: f.nodes}
 	results := make(chan reply, len(f.nodes))
 	for _, n := range f.nodes {
+		if n.pipe != nil {
+			n.start(ctx, cmd, results)
+			continue
+		}
 		f.bg.Add(1)
 		go func() {
 			defer f.bg.Done()
 			nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
-			rep := op(nctx, n)
+			rep := n.run(nctx, cmd)
 			cancel()
-			rep.node = n
 			results <- rep
 			if after != nil {
 				after(rep)
 			}
 		}()
 	}
+	timeout := time.NewTimer(f.nodeTimeout)
+	defer timeout.Stop()
+	answered := make([]bool, len(f.nodes))
 	maxRefusals := len(f.nodes) - f.quorum
-	for range f.nodes {
-		rep := <-results
-		r.replies = append(r.replies, rep)
-		switch {
-		case rep.err != nil:
-			r.errs = append(r.errs, rep.err)
-		case rep.ok:
-			r.oks++
-		default:
-			r.noes++
+	for len(r.replies) < len(f.nodes) {
+		var rep reply
+		select {
+		case rep = <-results:
+		case <-timeout.C: // only pipelined nodes can still be silent here
+			r.silent(answered, context.DeadlineExceeded)
+		case <-ctx.Done():
+			r.silent(answered, ctx.Err())
 		}
+		if rep.node == nil {
+			break
+		}
+		answered[rep.node.index] = true
+		r.add(rep)
 		if !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
 			break
 		}
 	}
 	r.decided = time.Now()
 	return r
+}
+
+// add counts one reply.
+func (r *round) add(rep reply) {
+	r.replies = append(r.replies, rep)
+	switch {
+	case rep.err != nil:
+		r.errs = append(r.errs, rep.err)
+	case rep.ok:
+		r.oks++
+	default:
+		r.noes++
+	}
+}
+
+// silent counts every node that has not answered as failed with err.
+func (r *round) silent(answered []bool, err error) {
+	for _, n := range r.nodesOf(answered) {
+		r.add(reply{node: n, err: n.wrap(err)})
+	}
+}
+
+// nodesOf lists the nodes not marked in answered.
+func (r *round) nodesOf(answered []bool) []*node {
+	var out []*node
+	for i, a := range answered {
+		if !a {
+			out = append(out, r.all[i])
+		}
+	}
+	return out
 }
 
 // reached reports whether a quorum said yes.

@@ -2,15 +2,29 @@ package redlock
 
 import "github.com/gomodule/redigo/redis"
 
-// The three node scripts of redlock_plus. Each compares the stored token with
-// the caller's before touching the key, so a client can never release,
-// extend or read another holder's lock. They are loaded once per node by
-// InitRedisNodes and run with EVALSHA, falling back to EVAL on NOSCRIPT.
+// The node scripts. Each compares the stored token with the caller's before
+// touching a key, so a client can never release, extend or read another
+// holder's lock. InitRedisNodes and every pipelined connection load them;
+// they run with EVALSHA and fall back to EVAL on NOSCRIPT. All are created
+// with a variable key count: their arguments start with the number of keys.
 const (
-	// releaseSrc deletes the key iff it holds the token: 1 if deleted, else 0.
-	releaseSrc = `
+	// discardSrc deletes the key iff it holds the token: 1 if deleted, else
+	// 0. It is redlock_plus's release script, used to clean up after an
+	// attempt that failed, which nobody waits for.
+	discardSrc = `
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("DEL", KEYS[1])
+end
+return 0`
+
+	// releaseSrc is discardSrc that also announces the release on the lock's
+	// channel (releaseChannelPrefix + key), waking the Acquire calls that
+	// wait for it instead of polling.
+	releaseSrc = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	redis.call("DEL", KEYS[1])
+	redis.call("PUBLISH", "` + releaseChannelPrefix + `" .. KEYS[1], "")
+	return 1
 end
 return 0`
 
@@ -22,6 +36,20 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
 end
 return 0`
 
+	// extendManySrc is extendSrc for many locks in one call, as the batched
+	// autoextension sends it: KEYS are the names, ARGV the token and TTL of
+	// each in turn; the reply lists 1 or 0 per key.
+	extendManySrc = `
+local out = {}
+for i, key in ipairs(KEYS) do
+	if redis.call("GET", key) == ARGV[2*i-1] then
+		out[i] = redis.call("PEXPIRE", key, ARGV[2*i])
+	else
+		out[i] = 0
+	end
+end
+return out`
+
 	// checkSrc returns the key's remaining PTTL in ms iff it holds the
 	// token ("get_ttl" in redlock_plus), else 0.
 	checkSrc = `
@@ -31,11 +59,27 @@ end
 return 0`
 )
 
-var (
-	releaseScript = redis.NewScript(1, releaseSrc)
-	extendScript  = redis.NewScript(1, extendSrc)
-	checkScript   = redis.NewScript(1, checkSrc)
+// releaseChannelPrefix names the channel on which Release announces a lock.
+const releaseChannelPrefix = "redlock:released:"
 
-	// scriptSources is what InitRedisNodes loads on every node.
-	scriptSources = []string{releaseSrc, extendSrc, checkSrc}
+var (
+	discardScript    = redis.NewScript(-1, discardSrc)
+	releaseScript    = redis.NewScript(-1, releaseSrc)
+	extendScript     = redis.NewScript(-1, extendSrc)
+	extendManyScript = redis.NewScript(-1, extendManySrc)
+	checkScript      = redis.NewScript(-1, checkSrc)
+
+	// scriptSources is what InitRedisNodes and pipelines load on a node.
+	scriptSources = []string{discardSrc, releaseSrc, extendSrc, extendManySrc, checkSrc}
+
+	sources = map[*redis.Script]string{
+		discardScript:    discardSrc,
+		releaseScript:    releaseSrc,
+		extendScript:     extendSrc,
+		extendManyScript: extendManySrc,
+		checkScript:      checkSrc,
+	}
 )
+
+// sourceOf returns a script's Lua source, for the EVAL fallback.
+func sourceOf(s *redis.Script) string { return sources[s] }
