@@ -2,29 +2,252 @@ package redlock
 
 import (
 	"context"
-	"errors"
+	"sync"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
-
-// autoextender is the one goroutine that keeps a holding alive. It is owned
-// by the Lock (and registered with its Factory), stopped by Release,
-// StopAutoextend, a detected loss or Factory.Close, and every stop waits
-// for it to exit.
-type autoextender struct {
-	ctx    context.Context // cancelled to stop it; also aborts an extension in flight
-	cancel context.CancelFunc
-	exited chan struct{}
-}
-
-func (a *autoextender) signalStop() { a.cancel() }
 
 // minExtendRetry bounds how often a failing extension is retried.
 const minExtendRetry = 5 * time.Millisecond
 
+// maxExtendBatch bounds the keys of one batched extension script, so that
+// one call never blocks a node for long.
+const maxExtendBatch = 1000
+
+// extender keeps held locks alive. One goroutine serves every autoextending
+// lock of a Factory (or a lone Lock): it sleeps until the earliest extension
+// is due, then extends all locks due by then with one script call per node,
+// so the cost per held lock is a few bytes in a batch rather than a timer,
+// a goroutine and a round trip. The goroutine runs only while some lock is
+// scheduled and is tracked in bg, so Close can wait for it.
+type extender struct {
+	nodes []*node
+	bg    *sync.WaitGroup
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when a batch is done
+	items   map[*holding]*extension
+	running bool
+	kick    chan struct{}
+}
+
+// extension is one scheduled lock.
+type extension struct {
+	l     *Lock
+	h     *holding
+	at    time.Time // when the next extension is due
+	slack time.Duration
+	until time.Time // autoextension stops after this; zero: never
+	busy  bool      // part of the batch in flight
+}
+
+func newExtender(nodes []*node, bg *sync.WaitGroup) *extender {
+	e := &extender{nodes: nodes, bg: bg, items: map[*holding]*extension{}, kick: make(chan struct{}, 1)}
+	e.idle = sync.NewCond(&e.mu)
+	return e
+}
+
+// schedule starts (or restarts) autoextension of holding h.
+func (e *extender) schedule(l *Lock, h *holding, timeout time.Duration) {
+	x := &extension{l: l, h: h}
+	if timeout > 0 {
+		x.until = time.Now().Add(timeout)
+	}
+	x.plan(l.remaining(h) * 3 / 4)
+	e.mu.Lock()
+	e.items[h] = x
+	if !e.running {
+		e.running = true
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			e.loop()
+		}()
+	}
+	e.mu.Unlock()
+	e.wake()
+}
+
+// unschedule stops autoextension of h. With wait, it also waits for a batch
+// in flight that extends h, so that no extension follows the call.
+func (e *extender) unschedule(h *holding, wait bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x, ok := e.items[h]
+	if !ok {
+		return
+	}
+	delete(e.items, h)
+	for wait && x.busy {
+		e.idle.Wait()
+	}
+}
+
+// scheduled reports whether h is being autoextended.
+func (e *extender) scheduled(h *holding) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.items[h]
+	return ok
+}
+
+func (e *extender) wake() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// plan sets the next extension to wait from now.
+func (x *extension) plan(wait time.Duration) {
+	x.at = time.Now().Add(wait)
+	x.slack = wait / 8
+}
+
+// loop is the extender's goroutine.
+func (e *extender) loop() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		batch, next, empty := e.take()
+		if empty {
+			return
+		}
+		if len(batch) == 0 {
+			timer.Reset(time.Until(next))
+			select {
+			case <-timer.C:
+			case <-e.kick:
+			}
+			continue
+		}
+		for start := 0; start < len(batch); start += maxExtendBatch {
+			e.extend(batch[start:min(start+maxExtendBatch, len(batch))])
+		}
+		e.mu.Lock()
+		for _, x := range batch {
+			x.busy = false
+		}
+		e.idle.Broadcast()
+		e.mu.Unlock()
+	}
+}
+
+// take returns the extensions due now (marked busy), or the time the next
+// one is due; empty means nothing is scheduled and the loop has ended.
+func (e *extender) take() (batch []*extension, next time.Time, empty bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.items) == 0 {
+		e.running = false
+		return nil, time.Time{}, true
+	}
+	now := time.Now()
+	for h, x := range e.items {
+		if h.over.Load() || !x.until.IsZero() && x.at.After(x.until) {
+			delete(e.items, h) // autoextend timeout: let it expire
+			continue
+		}
+		if !x.at.After(now.Add(x.slack)) {
+			x.busy = true
+			batch = append(batch, x)
+		} else if next.IsZero() || x.at.Before(next) {
+			next = x.at
+		}
+	}
+	if len(e.items) == 0 && len(batch) == 0 {
+		e.running = false
+		return nil, time.Time{}, true
+	}
+	return batch, next, false
+}
+
+// extend sends one batch to every node and applies the outcome per lock.
+func (e *extender) extend(batch []*extension) {
+	args := make([]any, 0, 1+3*len(batch))
+	args = append(args, len(batch))
+	var nodeTimeout time.Duration
+	for _, x := range batch {
+		args = append(args, x.l.name)
+		nodeTimeout = max(nodeTimeout, x.l.cfg.nodeTimeout)
+	}
+	for _, x := range batch {
+		args = append(args, x.h.token, x.l.cfg.ttlMs())
+	}
+	cmd := nodeCmd{script: extendManyScript, args: args, judge: judgeList(len(batch))}
+	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, bg: e.bg}
+	r := fan.run(context.Background(), cmd, true, nil)
+	for i, x := range batch {
+		e.apply(x, r, i)
+	}
+}
+
+// judgeList accepts a reply of n integers.
+func judgeList(n int) func(v any) reply {
+	return func(v any) reply {
+		vals, err := redis.Int64s(v, nil)
+		if err == nil && len(vals) != n {
+			err = redis.Error("unexpected batch reply length")
+		}
+		return reply{ok: err == nil, raw: vals, err: err}
+	}
+}
+
+// apply reads lock i's outcome from a batch round: extended when a quorum
+// said yes in time, lost when a quorum said no, else retried soon.
+func (e *extender) apply(x *extension, r round, i int) {
+	l, h := x.l, x.h
+	var yes, no int
+	var quorumAt time.Time
+	var errs []error
+	for _, rep := range r.replies {
+		switch {
+		case rep.err != nil:
+			errs = append(errs, rep.err)
+		case rep.raw.([]int64)[i] == 1:
+			yes++
+			if yes == l.cfg.quorum {
+				quorumAt = rep.at
+			}
+		default:
+			no++
+		}
+	}
+	if yes >= l.cfg.quorum {
+		validity := l.cfg.ttl - quorumAt.Sub(r.start) - l.cfg.drift()
+		if validity > 0 && l.extended(h, r.start) == nil {
+			e.reschedule(x, validity*3/4)
+			return
+		}
+	}
+	sub := round{oks: yes, noes: no, errs: errs}
+	if h.over.Load() {
+		return // released or lost meanwhile; take drops it
+	}
+	if sub.refusedByQuorum(len(e.nodes), l.cfg.quorum) {
+		l.lose(h, sub.failure("extend", len(e.nodes), l.cfg.quorum))
+		return
+	}
+	if l.cfg.logger != nil {
+		l.cfg.logger.Warn("redlock: extend failed, retrying", "lock", l.name, "err", sub.failure("extend", len(e.nodes), l.cfg.quorum))
+	}
+	e.reschedule(x, max(l.remaining(h)/4, minExtendRetry))
+}
+
+// reschedule plans x's next extension unless it was unscheduled meanwhile.
+func (e *extender) reschedule(x *extension, wait time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.items[x.h] == x {
+		x.plan(wait)
+	}
+}
+
 // StartAutoextend starts extending the held lock in the background at 3/4 of
 // its remaining validity, until Release, StopAutoextend or, when timeout is
 // positive, until timeout has passed (the lock then expires at the end of its
-// last validity). It replaces an autoextender already running. A transient
+// last validity). It replaces an autoextension already running. A transient
 // failure is retried while the validity lasts; when the lock cannot be kept,
 // Done is closed and Err returns ErrLockLost. It fails with
 // ErrInvalidOperation when the lock is not held.
@@ -36,89 +259,19 @@ func (l *Lock) StartAutoextend(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return l.startAutoextend(h, timeout)
+	l.ext.schedule(l, h, timeout)
+	return nil
 }
 
-// StopAutoextend stops automatic extension and waits for the goroutine to
-// exit. The lock stays held until its validity runs out or Release. It does
-// nothing when no autoextender runs.
+// StopAutoextend stops automatic extension and waits for an extension in
+// flight. The lock stays held until its validity runs out or Release. It
+// does nothing when the lock is not being autoextended.
 func (l *Lock) StopAutoextend() {
 	l.mu.Lock()
 	h := l.cur
 	l.mu.Unlock()
 	if h != nil {
-		l.stopAutoextend(h)
-	}
-}
-
-func (l *Lock) startAutoextend(h *holding, timeout time.Duration) error {
-	l.stopAutoextend(h)
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &autoextender{ctx: ctx, cancel: cancel, exited: make(chan struct{})}
-	l.mu.Lock()
-	if h.ended {
-		l.mu.Unlock()
-		return invalidOp("StartAutoextend of lock %q: the lock is no longer held", l.name)
-	}
-	h.ext = a
-	l.mu.Unlock()
-	l.bg.Add(1)
-	go func() {
-		defer l.bg.Done()
-		defer close(a.exited)
-		l.autoextend(h, a, timeout)
-	}()
-	return nil
-}
-
-// stopAutoextend stops h's autoextender, if any, and waits for it.
-func (l *Lock) stopAutoextend(h *holding) {
-	l.mu.Lock()
-	a := h.ext
-	h.ext = nil
-	l.mu.Unlock()
-	if a == nil {
-		return
-	}
-	a.signalStop()
-	<-a.exited
-}
-
-// autoextend is the autoextender's loop.
-func (l *Lock) autoextend(h *holding, a *autoextender, timeout time.Duration) {
-	defer a.cancel()
-	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	wait := l.remaining(h) * 3 / 4
-	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-a.ctx.Done():
-			t.Stop()
-			return
-		case <-deadline:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		_, err := l.extendHolding(a.ctx, h)
-		switch {
-		case err == nil:
-			wait = l.remaining(h) * 3 / 4
-		case errors.Is(err, ErrLockLost), errors.Is(err, ErrInvalidOperation), a.ctx.Err() != nil:
-			return // lost (marked by extendHolding), released, or stopped
-		default:
-			// Transient: retry while the validity lasts; the expiry timer
-			// declares the loss if it runs out first.
-			if l.cfg.logger != nil {
-				l.cfg.logger.Warn("redlock: extend failed, retrying", "lock", l.name, "err", err)
-			}
-			wait = max(l.remaining(h)/4, minExtendRetry)
-		}
+		l.ext.unschedule(h, true)
 	}
 }
 

@@ -17,6 +17,7 @@ type Factory struct {
 	defaults config
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 	bg       sync.WaitGroup
+	ext      *extender
 
 	mu     sync.Mutex
 	closed bool
@@ -40,6 +41,7 @@ func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 	if err := check.validate(len(ns)); err != nil {
 		return nil, err
 	}
+	f.ext = newExtender(ns, &f.bg)
 	return f, nil
 }
 
@@ -80,13 +82,13 @@ func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
 // defaults overridden by opts. An invalid name or option is returned by the
 // lock's first call.
 func (f *Factory) NewLock(name string, opts ...Option) *Lock {
-	return newLock(name, f.nodes, f.defaults.apply(opts), f, &f.bg, true)
+	return newLock(name, f.nodes, f.defaults.apply(opts), f, &f.bg, f.ext, true)
 }
 
 // NewRLock returns a reentrant RLock; see NewLock. RLocks do not autoextend
 // unless WithAutoextend(true) is given.
 func (f *Factory) NewRLock(name string, opts ...Option) *RLock {
-	return &RLock{lock: newLock(name, f.nodes, f.defaults.apply(opts), f, &f.bg, false)}
+	return &RLock{lock: newLock(name, f.nodes, f.defaults.apply(opts), f, &f.bg, f.ext, false)}
 }
 
 // Do acquires the lock name (blocking, as Lock.Acquire), runs fn, and

@@ -33,6 +33,7 @@ type Lock struct {
 	fan     fanout
 	owner   *Factory // nil for locks made by NewLock
 	bg      *sync.WaitGroup
+	ext     *extender // shared by a factory's locks
 
 	mu        sync.Mutex
 	acquiring bool
@@ -46,11 +47,11 @@ type holding struct {
 	token      string
 	att        *attempt
 	done       chan struct{}
-	err        error     // why done was closed: nil after Release, ErrLockLost after a loss
-	ended      bool      // done is closed
-	validUntil time.Time // monotonic end of the current validity
+	err        error       // why done was closed: nil after Release, ErrLockLost after a loss
+	ended      bool        // done is closed
+	over       atomic.Bool // ended, readable without the lock's mutex
+	validUntil time.Time   // monotonic end of the current validity
 	expiry     *time.Timer
-	ext        *autoextender // nil when not autoextending
 }
 
 // attempt states, read by the node goroutines of an acquire attempt once
@@ -82,16 +83,17 @@ func NewLock(name string, nodes []Pool, opts ...Option) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := newLock(name, ns, defaultConfig().apply(opts), nil, new(sync.WaitGroup), true)
+	bg := new(sync.WaitGroup)
+	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg), true)
 	return l, l.initErr
 }
 
 // newLock builds a lock; a validation error is kept in initErr.
-func newLock(name string, ns []*node, cfg config, owner *Factory, bg *sync.WaitGroup, autoextendDefault bool) *Lock {
+func newLock(name string, ns []*node, cfg config, owner *Factory, bg *sync.WaitGroup, ext *extender, autoextendDefault bool) *Lock {
 	if cfg.autoextend == nil {
 		cfg.autoextend = &autoextendDefault
 	}
-	l := &Lock{name: name, cfg: cfg, owner: owner, bg: bg}
+	l := &Lock{name: name, cfg: cfg, owner: owner, bg: bg, ext: ext}
 	if name == "" {
 		l.initErr = invalidArg("lock name is empty")
 	} else if err := l.cfg.validate(len(ns)); err != nil {
@@ -364,7 +366,7 @@ func (l *Lock) startHolding(att *attempt, r round) error {
 		l.owner.track(l, true)
 	}
 	if *l.cfg.autoextend {
-		return l.startAutoextend(h, l.cfg.autoextendTimeout)
+		l.ext.schedule(l, h, l.cfg.autoextendTimeout)
 	}
 	return nil
 }
@@ -406,12 +408,11 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 		return false
 	}
 	h.ended = true
+	h.over.Store(true)
 	h.err = cause
 	h.att.state.Store(attemptReleased)
 	h.expiry.Stop()
-	if h.ext != nil {
-		h.ext.signalStop()
-	}
+	l.ext.wake() // drops h from the schedule
 	close(h.done)
 	if l.owner != nil {
 		l.owner.track(l, false)
@@ -462,19 +463,28 @@ func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, er
 		}
 		return 0, err
 	}
+	if err := l.extended(h, r.start); err != nil {
+		return 0, err
+	}
+	return validity, nil
+}
+
+// extended records an extension of h whose commands were sent at start:
+// the keys live until start+ttl, so the validity ends drift before that.
+func (l *Lock) extended(h *holding, start time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h.ended { // released or lost while extending
 		if h.err != nil {
-			return 0, h.err
+			return h.err
 		}
-		return 0, invalidOp("lock %q was released during Extend", l.name)
+		return invalidOp("lock %q was released during Extend", l.name)
 	}
-	if until := r.start.Add(l.cfg.ttl - l.cfg.drift()); until.After(h.validUntil) {
+	if until := start.Add(l.cfg.ttl - l.cfg.drift()); until.After(h.validUntil) {
 		h.validUntil = until
 		h.expiry.Reset(time.Until(until))
 	}
-	return validity, nil
+	return nil
 }
 
 // Release ends the holding: it stops autoextension, deletes the key on every
@@ -500,7 +510,7 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 		return invalidOp("Release of lock %q before Acquire", l.name)
 	}
 	closedNow := l.endHolding(h, cause)
-	l.stopAutoextend(h)
+	l.ext.unschedule(h, true)
 	if !closedNow {
 		l.mu.Lock()
 		defer l.mu.Unlock()

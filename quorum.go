@@ -13,10 +13,11 @@ import (
 // reply is one node's answer in a quorum round.
 type reply struct {
 	node  *node
-	ok    bool  // the node did what was asked: set, extended, released, holds the key
-	value int64 // the integer reply of the node script (the PTTL for a check)
-	raw   any   // the reply itself, for commands that need more than value
-	err   error // a *NodeError when the node did not answer
+	ok    bool      // the node did what was asked: set, extended, released, holds the key
+	value int64     // the integer reply of the node script (the PTTL for a check)
+	raw   any       // the reply itself, for commands that need more than value
+	at    time.Time // when the caller received it
+	err   error     // a *NodeError when the node did not answer
 }
 
 // round is the tally of one quorum round at the moment its outcome was decided.
@@ -98,6 +99,7 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 		if rep.node == nil {
 			break
 		}
+		rep.at = time.Now()
 		answered[rep.node.index] = true
 		r.add(rep)
 		if !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {

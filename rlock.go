@@ -27,7 +27,8 @@ func NewRLock(name string, nodes []Pool, opts ...Option) (*RLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := newLock(name, ns, defaultConfig().apply(opts), nil, new(sync.WaitGroup), false)
+	bg := new(sync.WaitGroup)
+	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg), false)
 	return &RLock{lock: l}, l.initErr
 }
 
