@@ -1,0 +1,247 @@
+package benchkit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redlockplus/redlock"
+)
+
+// ErrNotSupported is returned by Run when a target cannot run a workload,
+// such as a Keep workload on a target that is not a KeepTarget.
+var ErrNotSupported = errors.New("benchkit: workload not supported by target")
+
+// errNoQuorum is returned by the floor when fewer than a quorum of nodes
+// took or released the key.
+var errNoQuorum = errors.New("benchkit: no quorum")
+
+// Locker is one lock handle of a Target: one key, used by one goroutine at
+// a time, locked and unlocked over and over.
+type Locker interface {
+	// Lock takes the lock, waiting as the implementation waits by default,
+	// and returns an error when it gave up or ctx ended.
+	Lock(ctx context.Context) error
+	// Unlock releases the lock taken by the last successful Lock.
+	Unlock(ctx context.Context) error
+}
+
+// Keeper is a Locker whose lock, once taken, is kept alive by extending it
+// until Unlock (workload W6).
+type Keeper interface {
+	Locker
+	// Lost reports whether the implementation has detected that the lock
+	// was lost while held.
+	Lost() bool
+}
+
+// Target is one implementation under test.
+type Target interface {
+	// Name labels the target in results, for example "redlock" or "floor".
+	Name() string
+	// NewLocker returns a handle for key.
+	NewLocker(key string) (Locker, error)
+	// Close releases what the target holds and waits for its background
+	// work.
+	Close() error
+}
+
+// KeepTarget is a Target that can keep locks alive while they are held.
+type KeepTarget interface {
+	Target
+	// NewKeeper returns a handle for key whose lock lives ttl on the nodes
+	// and is extended while held.
+	NewKeeper(key string, ttl time.Duration) (Keeper, error)
+}
+
+// Kind says what a workload measures.
+type Kind int
+
+const (
+	// Cycle runs lock, hold, unlock, think in a loop on several goroutines
+	// for a duration (W1..W4).
+	Cycle Kind = iota
+	// Allocs runs uncontended cycles on one goroutine and counts the heap
+	// allocations per cycle (W5).
+	Allocs
+	// Keep takes many locks, keeps them alive for a duration and counts the
+	// ones lost, the CPU time and the Redis commands spent (W6).
+	Keep
+)
+
+// Workload describes one measurement. Standard returns the workloads of
+// issue 5; a caller may adjust durations and counts.
+type Workload struct {
+	ID    string // "W1-3", "W2", ...; the goal's id is the part before '-'
+	Title string // one line for tables
+	Kind  Kind
+
+	// NodeCount is how many nodes the caller should give the target.
+	NodeCount int
+	// SlowNode asks the caller to put one node behind a proxy that adds
+	// about 50 ms per round trip (W4).
+	SlowNode bool
+	// FloorAtQuorum asks the caller to build the floor target so that it
+	// returns at quorum instead of waiting for every node (W4).
+	FloorAtQuorum bool
+
+	// Goroutines run the cycle loop concurrently (Cycle).
+	Goroutines int
+	// SharedKey makes every goroutine use one key; else each has its own.
+	SharedKey bool
+	// Hold is how long the lock is held in each cycle; Think is the pause
+	// after Unlock before asking again.
+	Hold, Think time.Duration
+	// Duration is how long a Cycle workload runs, or how long a Keep
+	// workload keeps its locks.
+	Duration time.Duration
+	// CheckOverlap counts the times two goroutines held the shared key at
+	// once (there must be none).
+	CheckOverlap bool
+
+	// Ops is the number of measured cycles of an Allocs workload, after
+	// Warmup cycles that are not measured.
+	Ops, Warmup int
+
+	// Locks is how many locks a Keep workload takes, each with TTL TTL.
+	Locks int
+	TTL   time.Duration
+	// Stats are the nodes whose INFO commandstats and cpu sections are read
+	// before and after the hold of a Keep workload. Optional.
+	Stats []redlock.Pool
+
+	// KeyPrefix starts every key of the run. Run adds a random part, so
+	// that no key is shared between runs. Default "benchkit:".
+	KeyPrefix string
+}
+
+// Goal returns the id of the issue's goal the workload belongs to: "W1" for
+// "W1-3".
+func (w Workload) Goal() string {
+	for i := 0; i < len(w.ID); i++ {
+		if w.ID[i] == '-' {
+			return w.ID[:i]
+		}
+	}
+	return w.ID
+}
+
+// Standard returns the workloads W1..W6 of issue 5. Quick shortens them to
+// a smoke test of a few seconds each; the ratios are then only indicative.
+func Standard(quick bool) []Workload {
+	d := func(full, short time.Duration) time.Duration {
+		if quick {
+			return short
+		}
+		return full
+	}
+	n := func(full, short int) int {
+		if quick {
+			return short
+		}
+		return full
+	}
+	return []Workload{
+		{ID: "W1-3", Title: "1 goroutine, uncontended lock+unlock, 3 nodes", Kind: Cycle,
+			NodeCount: 3, Goroutines: 1, Duration: d(4*time.Second, 300*time.Millisecond)},
+		{ID: "W1-5", Title: "1 goroutine, uncontended lock+unlock, 5 nodes", Kind: Cycle,
+			NodeCount: 5, Goroutines: 1, Duration: d(4*time.Second, 300*time.Millisecond)},
+		{ID: "W2", Title: "64 goroutines, distinct keys, 3 nodes", Kind: Cycle,
+			NodeCount: 3, Goroutines: 64, Duration: d(4*time.Second, 300*time.Millisecond)},
+		{ID: "W3", Title: "16 goroutines, one key, hold 1 ms, think 5 ms", Kind: Cycle,
+			NodeCount: 3, Goroutines: 16, SharedKey: true, Hold: time.Millisecond,
+			Think: 5 * time.Millisecond, CheckOverlap: true, Duration: d(10*time.Second, time.Second)},
+		{ID: "W4", Title: "5 nodes, one behind ~50 ms per round trip", Kind: Cycle,
+			NodeCount: 5, SlowNode: true, FloorAtQuorum: true, Goroutines: 1,
+			Duration: d(4*time.Second, 400*time.Millisecond)},
+		{ID: "W5", Title: "W1 (3 nodes), allocations per cycle", Kind: Allocs,
+			NodeCount: 3, Ops: n(3000, 200), Warmup: n(300, 20)},
+		{ID: "W6", Title: "locks kept alive with autoextend, TTL 2 s", Kind: Keep,
+			NodeCount: 3, Locks: n(10000, 300), TTL: 2 * time.Second, Duration: d(20*time.Second, 3*time.Second)},
+	}
+}
+
+// Result is what Run measured for one target on one workload.
+type Result struct {
+	Workload string `json:"workload"`
+	Target   string `json:"target"`
+
+	// Ops counts completed cycles (lock, hold, unlock).
+	Ops int64 `json:"ops"`
+	// Errors counts Lock and Unlock calls that failed before the end of the
+	// run; FirstError is the first of them.
+	Errors     int64  `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
+	// Elapsed is the measured time; OpsPerSec is Ops/Elapsed.
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	OpsPerSec float64       `json:"ops_per_sec"`
+
+	// Cycle is the latency of the successful Lock call plus hold plus Unlock.
+	Cycle Latency `json:"cycle"`
+	// Acquire is the time from asking for the lock to holding it, failed
+	// Lock calls retried in between included.
+	Acquire Latency `json:"acquire"`
+
+	// Overlaps counts entries into the shared key's critical section while
+	// another goroutine was inside (CheckOverlap).
+	Overlaps int64 `json:"overlaps"`
+
+	// AllocsPerOp and BytesPerOp are the heap allocations of one cycle
+	// (Allocs workloads).
+	AllocsPerOp float64 `json:"allocs_per_op,omitempty"`
+	BytesPerOp  float64 `json:"bytes_per_op,omitempty"`
+
+	// Keep is set for Keep workloads.
+	Keep *KeepResult `json:"keep,omitempty"`
+
+	// CycleSamples and AcquireSamples hold every sample, for Merge and
+	// for charts.
+	CycleSamples   *Recorder `json:"-"`
+	AcquireSamples *Recorder `json:"-"`
+}
+
+// KeepResult is what a Keep workload measured.
+type KeepResult struct {
+	Locks    int `json:"locks"`    // locks asked for
+	Acquired int `json:"acquired"` // locks taken
+	// Lost counts the locks detected lost during the hold or that could not
+	// be released on a quorum at its end.
+	Lost int `json:"lost"`
+	// Hold is how long the locks were kept.
+	Hold time.Duration `json:"hold_ns"`
+	// CPUSeconds is the user+system CPU time of this process during the
+	// hold (getrusage); ServerCPUSeconds that of the Stats nodes (INFO cpu).
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
+	// Commands is the number of commands the Stats nodes ran during the
+	// hold (INFO commandstats, INFO itself excluded); CommandsPerSec is
+	// Commands per second of hold.
+	Commands       int64   `json:"commands"`
+	CommandsPerSec float64 `json:"commands_per_sec"`
+	// Goroutines is the number of goroutines of this process in the middle
+	// of the hold.
+	Goroutines int `json:"goroutines"`
+}
+
+// Run measures target on w. A Keep workload needs a KeepTarget and returns
+// ErrNotSupported otherwise. ctx bounds the whole run; a run cut short by
+// ctx returns what it measured with ctx's error.
+func Run(ctx context.Context, target Target, w Workload) (Result, error) {
+	if w.KeyPrefix == "" {
+		w.KeyPrefix = "benchkit:"
+	}
+	w.KeyPrefix += w.ID + ":" + target.Name() + ":" + randomHex(6) + ":"
+	switch w.Kind {
+	case Cycle:
+		return runCycle(ctx, target, w)
+	case Allocs:
+		return runAllocs(ctx, target, w)
+	case Keep:
+		kt, ok := target.(KeepTarget)
+		if !ok {
+			return Result{Workload: w.ID, Target: target.Name()}, ErrNotSupported
+		}
+		return runKeep(ctx, kt, w)
+	}
+	return Result{}, errors.New("benchkit: unknown workload kind")
+}

@@ -1,0 +1,219 @@
+package benchkit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/benchkit"
+	"github.com/redlockplus/redlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// pools starts n real nodes and returns their pools.
+func pools(t *testing.T, n int) []redlock.Pool {
+	t.Helper()
+	c := redistest.Start(t, n)
+	out := make([]redlock.Pool, n)
+	for i, p := range c.Pools() {
+		out[i] = p
+	}
+	return out
+}
+
+func ours(t *testing.T, ps []redlock.Pool, opts ...redlock.Option) benchkit.KeepTarget {
+	t.Helper()
+	o, err := benchkit.Ours("redlock", ps, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() })
+	return o
+}
+
+func TestRecorderQuantiles(t *testing.T) {
+	r := benchkit.NewRecorder(0)
+	for i := 100; i >= 1; i-- {
+		r.Record(time.Duration(i) * time.Millisecond)
+	}
+	s := r.Summary()
+	want := benchkit.Latency{N: 100, P50: 50 * time.Millisecond, P90: 90 * time.Millisecond,
+		P99: 99 * time.Millisecond, Max: 100 * time.Millisecond, Mean: 50500 * time.Microsecond}
+	if s != want {
+		t.Fatalf("summary %+v, want %+v", s, want)
+	}
+	if got := benchkit.NewRecorder(0).Summary(); got != (benchkit.Latency{}) {
+		t.Fatalf("empty summary %+v", got)
+	}
+}
+
+func TestMergeRecomputes(t *testing.T) {
+	a := benchkit.Result{Workload: "W1-3", Target: "x", Ops: 2, Elapsed: time.Second,
+		CycleSamples: benchkit.NewRecorder(0), AcquireSamples: benchkit.NewRecorder(0), AllocsPerOp: 10}
+	b := a
+	b.CycleSamples, b.AcquireSamples = benchkit.NewRecorder(0), benchkit.NewRecorder(0)
+	b.Ops, b.AllocsPerOp = 6, 30
+	a.CycleSamples.Record(time.Millisecond)
+	b.CycleSamples.Record(3 * time.Millisecond)
+	m := benchkit.Merge(a, b)
+	if m.Ops != 8 || m.OpsPerSec != 4 || m.Cycle.N != 2 || m.Cycle.Max != 3*time.Millisecond || m.AllocsPerOp != 25 {
+		t.Fatalf("merged %+v", m)
+	}
+}
+
+func TestCycleOursAndFloor(t *testing.T) {
+	ps := pools(t, 3)
+	ctx := context.Background()
+	w := benchkit.Workload{ID: "W2", Kind: benchkit.Cycle, Goroutines: 8, Duration: 300 * time.Millisecond}
+	floor := benchkit.Floor("floor", ps, false)
+	defer floor.Close()
+	for _, target := range []benchkit.Target{ours(t, ps), floor} {
+		res, err := benchkit.Run(ctx, target, w)
+		if err != nil {
+			t.Fatalf("%s: %v", target.Name(), err)
+		}
+		if res.Ops < 10 || res.Errors != 0 || res.Cycle.P50 <= 0 || res.Cycle.N != int(res.Ops) ||
+			res.Acquire.P50 <= 0 || res.Acquire.P50 > res.Cycle.Max || res.OpsPerSec <= 0 {
+			t.Fatalf("%s: implausible result %+v (first error %q)", target.Name(), res, res.FirstError)
+		}
+	}
+}
+
+func TestFloorAtQuorumReportsFailures(t *testing.T) {
+	ps := pools(t, 3)
+	floor := benchkit.Floor("floor", ps, true)
+	defer floor.Close()
+	a, _ := floor.NewLocker("benchkit:test:taken")
+	b, _ := floor.NewLocker("benchkit:test:taken")
+	ctx := context.Background()
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ctx); err == nil {
+		t.Fatal("the floor set a key that was already set on every node")
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ctx); err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSharedKeyNoOverlap(t *testing.T) {
+	ps := pools(t, 3)
+	w := benchkit.Workload{ID: "W3", Kind: benchkit.Cycle, Goroutines: 4, SharedKey: true,
+		Hold: time.Millisecond, Think: 2 * time.Millisecond, CheckOverlap: true, Duration: time.Second}
+	res, err := benchkit.Run(context.Background(), ours(t, ps, redlock.WithRetryDelay(5*time.Millisecond)), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Overlaps != 0 || res.Ops < 5 {
+		t.Fatalf("overlaps %d, ops %d, want 0 and some", res.Overlaps, res.Ops)
+	}
+}
+
+// noLock is a target whose locks exclude nothing, to show that the overlap
+// check can fail.
+type noLock struct{}
+
+func (noLock) Name() string                              { return "nolock" }
+func (noLock) NewLocker(string) (benchkit.Locker, error) { return noLock{}, nil }
+func (noLock) Close() error                              { return nil }
+func (noLock) Lock(context.Context) error                { return nil }
+func (noLock) Unlock(context.Context) error              { return nil }
+
+func TestOverlapDetected(t *testing.T) {
+	w := benchkit.Workload{ID: "W3", Kind: benchkit.Cycle, Goroutines: 8, SharedKey: true,
+		Hold: 2 * time.Millisecond, CheckOverlap: true, Duration: 200 * time.Millisecond}
+	res, err := benchkit.Run(context.Background(), noLock{}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Overlaps == 0 {
+		t.Fatal("8 goroutines holding a non-lock at once were not reported as overlaps")
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	ps := pools(t, 3)
+	floor := benchkit.Floor("floor", ps, false)
+	defer floor.Close()
+	w := benchkit.Workload{ID: "W5", Kind: benchkit.Allocs, Ops: 100, Warmup: 10}
+	for _, target := range []benchkit.Target{ours(t, ps), floor} {
+		res, err := benchkit.Run(context.Background(), target, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Ops != 100 || res.AllocsPerOp < 1 || res.BytesPerOp < res.AllocsPerOp || res.Cycle.N != 100 {
+			t.Fatalf("%s: implausible %+v", target.Name(), res)
+		}
+	}
+}
+
+func TestKeep(t *testing.T) {
+	ps := pools(t, 3)
+	w := benchkit.Workload{ID: "W6", Kind: benchkit.Keep, Locks: 50, TTL: 400 * time.Millisecond,
+		Duration: 1200 * time.Millisecond, Stats: ps}
+	res, err := benchkit.Run(context.Background(), ours(t, ps), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := res.Keep
+	if k == nil || k.Acquired != 50 || k.Lost != 0 || res.Errors != 0 {
+		t.Fatalf("keep result %+v (first error %q)", k, res.FirstError)
+	}
+	// 50 locks over 3 nodes, extended several times within 3 TTLs.
+	if k.Commands < 150 || k.CommandsPerSec <= 0 || k.CPUSeconds <= 0 || k.Hold < w.Duration {
+		t.Fatalf("keep costs not measured: %+v", k)
+	}
+	if _, err := benchkit.Run(context.Background(), noLock{}, w); !errors.Is(err, benchkit.ErrNotSupported) {
+		t.Fatalf("keep on a plain target: %v, want ErrNotSupported", err)
+	}
+}
+
+func TestServerStatsCounts(t *testing.T) {
+	ps := pools(t, 3)
+	ctx := context.Background()
+	before, err := benchkit.ServerStats(ctx, ps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := ps[0].GetContext(ctx)
+	for range 5 {
+		if _, err := c.Do("SET", "benchkit:test:k", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	after, err := benchkit.ServerStats(ctx, ps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.Calls - before.Calls; d != 5 {
+		t.Fatalf("commandstats delta %d, want 5", d)
+	}
+}
+
+func TestStandard(t *testing.T) {
+	ids := map[string]bool{}
+	for _, w := range benchkit.Standard(false) {
+		ids[w.Goal()] = true
+		if w.Kind == benchkit.Cycle && (w.Duration <= 0 || w.Goroutines < 1) {
+			t.Fatalf("%s: no duration or goroutines", w.ID)
+		}
+	}
+	for _, g := range []string{"W1", "W2", "W3", "W4", "W5", "W6"} {
+		if !ids[g] {
+			t.Fatalf("Standard lacks %s", g)
+		}
+	}
+}

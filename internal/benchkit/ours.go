@@ -1,0 +1,49 @@
+package benchkit
+
+import (
+	"context"
+	"time"
+
+	"github.com/redlockplus/redlock"
+)
+
+// Ours returns a target for this module's redlock package: a
+// redlock.Factory over pools with opts as its defaults. Each Locker is a
+// *redlock.Lock made by the factory; Lock is Acquire and Unlock is Release.
+// A Keeper is a lock with the given TTL and autoextend on (the default of
+// Lock), lost when its Err reports a loss. Close closes the factory.
+func Ours(name string, pools []redlock.Pool, opts ...redlock.Option) (KeepTarget, error) {
+	f, err := redlock.NewFactory(pools, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ours{name: name, f: f}, nil
+}
+
+type ours struct {
+	name string
+	f    *redlock.Factory
+}
+
+func (o *ours) Name() string { return o.name }
+
+func (o *ours) NewLocker(key string) (Locker, error) {
+	return ourLocker{o.f.NewLock(key)}, nil
+}
+
+func (o *ours) NewKeeper(key string, ttl time.Duration) (Keeper, error) {
+	return ourLocker{o.f.NewLock(key, redlock.WithTTL(ttl), redlock.WithAutoextend(true))}, nil
+}
+
+func (o *ours) Close() error { return o.f.Close() }
+
+type ourLocker struct{ l *redlock.Lock }
+
+func (l ourLocker) Lock(ctx context.Context) error {
+	_, err := l.l.Acquire(ctx)
+	return err
+}
+
+func (l ourLocker) Unlock(ctx context.Context) error { return l.l.Release(ctx) }
+
+func (l ourLocker) Lost() bool { return l.l.Err() != nil }

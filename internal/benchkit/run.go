@@ -1,0 +1,290 @@
+package benchkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// goroutineStats is what one goroutine of a Cycle run measured.
+type goroutineStats struct {
+	cycle, acquire *Recorder
+	ops, errs      int64
+	first          error
+}
+
+func (s *goroutineStats) fail(err error) {
+	s.errs++
+	if s.first == nil {
+		s.first = err
+	}
+}
+
+// runCycle runs w.Goroutines cycle loops for w.Duration.
+func runCycle(ctx context.Context, t Target, w Workload) (Result, error) {
+	res := Result{Workload: w.ID, Target: t.Name()}
+	g := max(w.Goroutines, 1)
+	lockers := make([]Locker, g)
+	for i := range lockers {
+		key := w.KeyPrefix + "key"
+		if !w.SharedKey {
+			key += strconv.Itoa(i)
+		}
+		l, err := t.NewLocker(key)
+		if err != nil {
+			return res, fmt.Errorf("benchkit: %s: new locker: %w", t.Name(), err)
+		}
+		lockers[i] = l
+	}
+	runCtx, cancel := context.WithTimeout(ctx, w.Duration)
+	defer cancel()
+	var chk OverlapChecker
+	stats := make([]goroutineStats, g)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range g {
+		wg.Go(func() { stats[i] = cycleLoop(runCtx, lockers[i], w, &chk) })
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	res.CycleSamples, res.AcquireSamples = NewRecorder(0), NewRecorder(0)
+	for _, s := range stats {
+		res.Ops += s.ops
+		res.Errors += s.errs
+		if s.first != nil && res.FirstError == "" {
+			res.FirstError = s.first.Error()
+		}
+		res.CycleSamples.Merge(s.cycle)
+		res.AcquireSamples.Merge(s.acquire)
+	}
+	res.Overlaps = chk.Overlaps()
+	res.OpsPerSec = float64(res.Ops) / res.Elapsed.Seconds()
+	res.Cycle = res.CycleSamples.Summary()
+	res.Acquire = res.AcquireSamples.Summary()
+	return res, ctx.Err()
+}
+
+// cycleLoop is one goroutine of a Cycle run: ask, hold, release, think,
+// until ctx ends. A failed Lock call is retried at once and its time counts
+// in the acquire wait.
+func cycleLoop(ctx context.Context, l Locker, w Workload, chk *OverlapChecker) goroutineStats {
+	s := goroutineStats{cycle: NewRecorder(1024), acquire: NewRecorder(1024)}
+	unlockCtx := context.WithoutCancel(ctx) // the last release must complete
+	deadline, hasDeadline := ctx.Deadline()
+	over := func() bool {
+		// A command may fail at the deadline a moment before ctx.Err is set.
+		return ctx.Err() != nil || hasDeadline && !time.Now().Before(deadline)
+	}
+	for !over() {
+		ask := time.Now()
+		var call time.Time
+		var err error
+		for {
+			call = time.Now()
+			if err = l.Lock(ctx); err == nil || over() {
+				break
+			}
+			s.fail(err)
+		}
+		if err != nil {
+			break // the run is over
+		}
+		got := time.Now()
+		if w.CheckOverlap {
+			chk.Enter()
+		}
+		if w.Hold > 0 {
+			time.Sleep(w.Hold)
+		}
+		if w.CheckOverlap {
+			chk.Exit()
+		}
+		err = l.Unlock(unlockCtx)
+		end := time.Now()
+		if err != nil {
+			s.fail(err)
+		} else {
+			s.ops++
+			s.acquire.Record(got.Sub(ask))
+			s.cycle.Record(end.Sub(call))
+		}
+		if w.Think > 0 {
+			sleepCtx(ctx, w.Think)
+		}
+	}
+	return s
+}
+
+// runAllocs measures the heap allocations of uncontended cycles on one
+// goroutine with runtime.MemStats, as testing.AllocsPerRun does.
+func runAllocs(ctx context.Context, t Target, w Workload) (Result, error) {
+	res := Result{Workload: w.ID, Target: t.Name()}
+	l, err := t.NewLocker(w.KeyPrefix + "key")
+	if err != nil {
+		return res, fmt.Errorf("benchkit: %s: new locker: %w", t.Name(), err)
+	}
+	cycle := func() error {
+		if err := l.Lock(ctx); err != nil {
+			return err
+		}
+		return l.Unlock(ctx)
+	}
+	for range w.Warmup {
+		if err := cycle(); err != nil {
+			return res, fmt.Errorf("benchkit: %s: warm-up cycle: %w", t.Name(), err)
+		}
+	}
+	ops := max(w.Ops, 1)
+	rec := NewRecorder(ops)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for range ops {
+		t0 := time.Now()
+		if err := cycle(); err != nil {
+			return res, fmt.Errorf("benchkit: %s: cycle: %w", t.Name(), err)
+		}
+		rec.Record(time.Since(t0))
+	}
+	res.Elapsed = time.Since(start)
+	runtime.ReadMemStats(&after)
+	res.Ops = int64(ops)
+	res.OpsPerSec = float64(ops) / res.Elapsed.Seconds()
+	res.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / float64(ops)
+	res.BytesPerOp = float64(after.TotalAlloc-before.TotalAlloc) / float64(ops)
+	res.CycleSamples, res.AcquireSamples = rec, NewRecorder(0)
+	res.Cycle = rec.Summary()
+	return res, nil
+}
+
+// keepWorkers is how many goroutines take and release the locks of a Keep
+// workload.
+const keepWorkers = 64
+
+// runKeep takes w.Locks locks, keeps them for w.Duration and releases them.
+func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
+	res := Result{Workload: w.ID, Target: t.Name()}
+	kr := &KeepResult{Locks: w.Locks}
+	res.Keep = kr
+	keepers := make([]Keeper, w.Locks)
+	for i := range keepers {
+		k, err := t.NewKeeper(w.KeyPrefix+strconv.Itoa(i), w.TTL)
+		if err != nil {
+			return res, fmt.Errorf("benchkit: %s: new keeper: %w", t.Name(), err)
+		}
+		keepers[i] = k
+	}
+	held := make([]bool, len(keepers))
+	var (
+		mu       sync.Mutex
+		errs     int64
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs++
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	res.AcquireSamples, res.CycleSamples = NewRecorder(len(keepers)), NewRecorder(0)
+	forEach := func(fn func(i int)) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range keepWorkers {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < len(keepers); i = int(next.Add(1)) - 1 {
+					fn(i)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	start := time.Now()
+	forEach(func(i int) {
+		t0 := time.Now()
+		if err := keepers[i].Lock(ctx); err != nil {
+			fail(err)
+			return
+		}
+		d := time.Since(t0)
+		mu.Lock()
+		res.AcquireSamples.Record(d)
+		held[i] = true
+		mu.Unlock()
+	})
+	res.Elapsed = time.Since(start)
+	for _, h := range held {
+		if h {
+			kr.Acquired++
+		}
+	}
+
+	cpu0 := cpuSeconds()
+	srv0 := readServerStats(ctx, w.Stats)
+	holdStart := time.Now()
+	sleepCtx(ctx, w.Duration/2)
+	kr.Goroutines = runtime.NumGoroutine()
+	sleepCtx(ctx, w.Duration-time.Since(holdStart))
+	kr.Hold = time.Since(holdStart)
+	cpu1 := cpuSeconds()
+	srv1 := readServerStats(ctx, w.Stats)
+	kr.CPUSeconds = cpu1 - cpu0
+	kr.ServerCPUSeconds = srv1.cpu - srv0.cpu
+	kr.Commands = srv1.calls - srv0.calls
+	kr.CommandsPerSec = float64(kr.Commands) / kr.Hold.Seconds()
+
+	var lost atomic.Int64
+	relCtx := context.WithoutCancel(ctx)
+	forEach(func(i int) {
+		if !held[i] {
+			return
+		}
+		if keepers[i].Lost() {
+			lost.Add(1)
+			_ = keepers[i].Unlock(relCtx) // ends the keeper; the error is expected
+			return
+		}
+		if err := keepers[i].Unlock(relCtx); err != nil {
+			lost.Add(1)
+			fail(err)
+		}
+	})
+	kr.Lost = int(lost.Load())
+	res.Ops = int64(kr.Acquired)
+	res.OpsPerSec = float64(kr.Acquired) / res.Elapsed.Seconds()
+	res.Errors = errs
+	if firstErr != nil {
+		res.FirstError = firstErr.Error()
+	}
+	res.Acquire = res.AcquireSamples.Summary()
+	return res, ctx.Err()
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b)
+}
