@@ -41,6 +41,11 @@ func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 	if err := check.validate(len(ns)); err != nil {
 		return nil, err
 	}
+	if check.pipelining {
+		for _, n := range ns {
+			n.pipe = newPipeline(n.pool, check.nodeTimeout, &f.bg)
+		}
+	}
 	f.ext = newExtender(ns, &f.bg)
 	return f, nil
 }
@@ -153,6 +158,11 @@ func (f *Factory) Close() error {
 	for _, l := range held {
 		if err := l.release(ctx, ErrClosed); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidOperation) {
 			errs = append(errs, err)
+		}
+	}
+	for _, n := range f.nodes {
+		if n.pipe != nil {
+			n.pipe.close()
 		}
 	}
 	f.bg.Wait()

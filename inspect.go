@@ -9,7 +9,7 @@ import (
 )
 
 // inspectScript returns the key's value and PTTL in one atomic read.
-var inspectScript = redis.NewScript(-1, `return {redis.call("GET", KEYS[1]), redis.call("PTTL", KEYS[1])}`)
+var inspectScript = newScript(`return {redis.call("GET", KEYS[1]), redis.call("PTTL", KEYS[1])}`)
 
 // NodeState is what one node holds for a lock name.
 type NodeState struct {

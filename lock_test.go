@@ -92,9 +92,17 @@ func TestSecondLockCannotAcquireHeldName(t *testing.T) {
 // holders' validity intervals never overlap and a guarded read-modify-write
 // counter loses no update.
 func TestMutualExclusionGoroutines(t *testing.T) {
+	for _, pipelining := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipelining=%v", pipelining), func(t *testing.T) {
+			mutualExclusion(t, redlock.WithPipelining(pipelining))
+		})
+	}
+}
+
+func mutualExclusion(t *testing.T, opt redlock.Option) {
 	_, pools := cluster(t, 3)
 	ctx := ctxT(t, 60*time.Second)
-	f, err := redlock.NewFactory(pools, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(5*time.Millisecond), redlock.WithAutoextend(false))
+	f, err := redlock.NewFactory(pools, opt, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(5*time.Millisecond), redlock.WithAutoextend(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,5 +372,43 @@ func TestCancelledAttemptLeavesNothing(t *testing.T) {
 	faulty[2].LoseReplies.Store(false)
 	waitFor(t, 5*time.Second, "the attempt's keys to be deleted", func() bool {
 		return rawGet(t, c, 0, "midway") == "" && rawGet(t, c, 1, "midway") == "" && rawGet(t, c, 2, "midway") == ""
+	})
+}
+
+// TestPipelinedNodeHangsAndRestarts: with a factory's shared connections, a
+// frozen node neither stalls acquisitions nor keeps its dead connection, and
+// a node killed and started again is dialled afresh.
+func TestPipelinedNodeHangsAndRestarts(t *testing.T) {
+	c, pools := cluster(t, 3)
+	ctx := ctxT(t, 30*time.Second)
+	f, _ := redlock.NewFactory(pools, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithAutoextend(false))
+	defer f.Close()
+	l := f.NewLock("pipe")
+	cycle := func(what string) {
+		t.Helper()
+		if _, err := l.Acquire(ctx); err != nil {
+			t.Fatalf("%s: acquire: %v", what, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("%s: release: %v", what, err)
+		}
+	}
+	cycle("healthy")
+	c.Nodes[1].Pause()
+	for range 5 {
+		cycle("node 1 frozen")
+	}
+	c.Nodes[1].Resume()
+	c.Nodes[2].Kill()
+	cycle("node 2 down")
+	c.Nodes[2].Start()
+	c.Nodes[0].Kill()
+	// Nodes 1 (resumed) and 2 (restarted) must carry the quorum now.
+	waitFor(t, 5*time.Second, "a quorum through the recovered connections", func() bool {
+		_, err := l.TryAcquire(ctx)
+		if err == nil {
+			l.Release(ctx)
+		}
+		return err == nil
 	})
 }

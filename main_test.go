@@ -54,6 +54,32 @@ func cluster(t *testing.T, n int) (*redistest.Cluster, []redlock.Pool) {
 	return c, pools
 }
 
+// transports are the two ways locks reach their nodes: a factory's shared
+// pipelined connections, and a pool connection per command (NewLock, or a
+// factory with WithPipelining(false)).
+var transports = []struct {
+	name      string
+	lockMaker func(t *testing.T, pools []redlock.Pool) func(name string, opts ...redlock.Option) *redlock.Lock
+}{
+	{"pipelined", func(t *testing.T, pools []redlock.Pool) func(string, ...redlock.Option) *redlock.Lock {
+		f, err := redlock.NewFactory(pools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f.NewLock
+	}},
+	{"pool", func(t *testing.T, pools []redlock.Pool) func(string, ...redlock.Option) *redlock.Lock {
+		return func(name string, opts ...redlock.Option) *redlock.Lock {
+			l, err := redlock.NewLock(name, pools, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+	}},
+}
+
 // ctxT returns a context that ends with the test, bounded by d.
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -72,6 +98,18 @@ func rawGet(t *testing.T, c *redistest.Cluster, i int, key string) string {
 		t.Fatalf("GET %s on node %d: %v", key, i, err)
 	}
 	return v
+}
+
+// countHolders counts the nodes on which key exists.
+func countHolders(t *testing.T, c *redistest.Cluster, key string) int {
+	t.Helper()
+	n := 0
+	for i := range c.Nodes {
+		if rawGet(t, c, i, key) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // waitFor polls cond until it holds or d passes.

@@ -108,7 +108,7 @@ func (n *node) loadScripts(ctx context.Context) error {
 		return n.wrap(err)
 	}
 	defer c.Close()
-	for _, src := range scriptSources {
+	for _, src := range scriptSources() {
 		if _, err := redis.DoContext(c, ctx, "SCRIPT", "LOAD", src); err != nil {
 			return n.wrap(err)
 		}

@@ -43,6 +43,8 @@ type config struct {
 	autoextend        *bool // nil: the lock kind's default
 	autoextendTimeout time.Duration
 	logger            *slog.Logger
+	pipelining        bool // factory-level
+	wakeups           bool // factory-level
 }
 
 func defaultConfig() config {
@@ -51,6 +53,8 @@ func defaultConfig() config {
 		retryTimes:  DefaultRetryTimes,
 		retryDelay:  DefaultRetryDelay,
 		driftFactor: DefaultDriftFactor,
+		pipelining:  true,
+		wakeups:     true,
 	}
 }
 
@@ -104,6 +108,25 @@ func WithAutoextendTimeout(d time.Duration) Option {
 // WithLogger sets where the autoextend goroutine reports failed extensions
 // and the loss of a lock. Default: no logging.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithPipelining sets whether a Factory's locks send their commands to each
+// node over one shared, auto-pipelined connection (true, the default) or
+// borrow a pool connection per command (false). Pipelining writes the
+// commands of concurrent lock operations as one batch and keeps the per-call
+// cost low; the pool path is kept for comparison and for pools that must not
+// have a connection held. It applies to NewFactory and NewFactoryFromURLs
+// only: locks made by NewLock and NewRLock always use the pool path.
+func WithPipelining(on bool) Option { return func(c *config) { c.pipelining = on } }
+
+// WithWakeups sets whether a blocked Acquire of a Factory's lock waits for
+// the holder's release notification (true, the default) instead of polling.
+// Release publishes on a per-lock channel, and the factory holds one
+// subscriber connection per node, dialled with the *redis.Pool's dial
+// function; with other Pool types, and for locks made by NewLock, Acquire
+// polls. A waiter that hears nothing (the holder crashed, or another client
+// deleted the key) retries after the jittered retry delay, capped by the
+// key's remaining time to live. Like WithPipelining, it is factory-level.
+func WithWakeups(on bool) Option { return func(c *config) { c.wakeups = on } }
 
 // apply returns base with opts applied.
 func (c config) apply(opts []Option) config {

@@ -37,27 +37,41 @@ type pipeline struct {
 
 	queue chan *pcall
 	quit  chan struct{}
-	wg    sync.WaitGroup
+	bg    *sync.WaitGroup
+	once  sync.Once // starts the writer on first use
 }
 
-func newPipeline(pool Pool, stall time.Duration, bg *sync.WaitGroup) *pipeline {
-	p := &pipeline{
+// minStall is the least time a pipelined reply may be overdue before its
+// connection is dropped: callers stop waiting after their node timeout
+// anyway, so only a connection that is clearly hung is given up.
+const minStall = 250 * time.Millisecond
+
+func newPipeline(pool Pool, nodeTimeout time.Duration, bg *sync.WaitGroup) *pipeline {
+	return &pipeline{
 		pool:  pool,
-		stall: stall,
-		setup: scriptSources,
+		stall: max(nodeTimeout, minStall),
+		setup: scriptSources(),
 		queue: make(chan *pcall, 4*maxBatch),
 		quit:  make(chan struct{}),
+		bg:    bg,
 	}
-	bg.Add(1)
-	go func() {
-		defer bg.Done()
-		p.writeLoop()
-	}()
-	return p
 }
 
 // send queues a command. It never blocks longer than ctx allows.
 func (p *pipeline) send(ctx context.Context, c *pcall) {
+	p.once.Do(func() {
+		p.bg.Add(1)
+		go func() {
+			defer p.bg.Done()
+			p.writeLoop()
+		}()
+	})
+	select {
+	case <-p.quit:
+		c.done(nil, errPipelineClosed)
+		return
+	default:
+	}
 	select {
 	case p.queue <- c:
 	case <-p.quit:
@@ -68,8 +82,11 @@ func (p *pipeline) send(ctx context.Context, c *pcall) {
 }
 
 // close stops the writer, which fails what is still queued and closes the
-// connection.
-func (p *pipeline) close() { close(p.quit) }
+// connection. Calls sent afterwards fail at once.
+func (p *pipeline) close() {
+	p.once.Do(func() {}) // a writer never started stays so
+	close(p.quit)
+}
 
 // writeLoop owns the connection: it dials on demand, writes batches, and
 // hands the written calls to the reader of that connection.

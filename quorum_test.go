@@ -16,56 +16,56 @@ import (
 // a failure leaves none of its keys behind and never touches the foreign ones.
 func TestQuorumMasks(t *testing.T) {
 	for _, n := range []int{3, 5} {
-		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
-			c, pools := cluster(t, n)
-			ctx := ctxT(t, 60*time.Second)
-			quorum := n/2 + 1
-			for mask := 0; mask < 1<<n; mask++ {
-				name := fmt.Sprintf("mask-%d", mask)
-				for i := range n {
-					if mask&(1<<i) != 0 {
-						c.Nodes[i].Do("SET", name, "foreign", "PX", 60000)
+		for _, path := range transports {
+			t.Run(fmt.Sprintf("%d nodes %s", n, path.name), func(t *testing.T) {
+				c, pools := cluster(t, n)
+				newLock := path.lockMaker(t, pools)
+				ctx := ctxT(t, 60*time.Second)
+				quorum := n/2 + 1
+				for mask := 0; mask < 1<<n; mask++ {
+					name := fmt.Sprintf("mask-%d", mask)
+					for i := range n {
+						if mask&(1<<i) != 0 {
+							c.Nodes[i].Do("SET", name, "foreign", "PX", 60000)
+						}
 					}
-				}
-				l, err := redlock.NewLock(name, pools, redlock.WithRetryTimes(0), redlock.WithAutoextend(false))
-				if err != nil {
-					t.Fatal(err)
-				}
-				free := n - bits.OnesCount(uint(mask))
-				_, err = l.TryAcquire(ctx)
-				if want := free >= quorum; (err == nil) != want {
-					t.Fatalf("mask %0*b: %d free nodes, quorum %d: err = %v, want success %v", n, mask, free, quorum, err, want)
-				}
-				if err != nil && !errors.Is(err, redlock.ErrNotAcquired) {
-					t.Fatalf("mask %0*b: %v does not match ErrNotAcquired", n, mask, err)
-				}
-				if err == nil {
-					waitFor(t, 2*time.Second, "the token on every free node", func() bool {
+					l := newLock(name, redlock.WithRetryTimes(0), redlock.WithAutoextend(false))
+					free := n - bits.OnesCount(uint(mask))
+					_, err := l.TryAcquire(ctx)
+					if want := free >= quorum; (err == nil) != want {
+						t.Fatalf("mask %0*b: %d free nodes, quorum %d: err = %v, want success %v", n, mask, free, quorum, err, want)
+					}
+					if err != nil && !errors.Is(err, redlock.ErrNotAcquired) {
+						t.Fatalf("mask %0*b: %v does not match ErrNotAcquired", n, mask, err)
+					}
+					if err == nil {
+						waitFor(t, 2*time.Second, "the token on every free node", func() bool {
+							for i := range n {
+								if mask&(1<<i) == 0 && rawGet(t, c, i, name) != l.Token() {
+									return false
+								}
+							}
+							return true
+						})
+						if err := l.Release(ctx); err != nil {
+							t.Fatalf("mask %0*b: release: %v", n, mask, err)
+						}
+					}
+					waitFor(t, 2*time.Second, "only the foreign keys to remain", func() bool {
 						for i := range n {
-							if mask&(1<<i) == 0 && rawGet(t, c, i, name) != l.Token() {
+							want := ""
+							if mask&(1<<i) != 0 {
+								want = "foreign"
+							}
+							if rawGet(t, c, i, name) != want {
 								return false
 							}
 						}
 						return true
 					})
-					if err := l.Release(ctx); err != nil {
-						t.Fatalf("mask %0*b: release: %v", n, mask, err)
-					}
 				}
-				waitFor(t, 2*time.Second, "only the foreign keys to remain", func() bool {
-					for i := range n {
-						want := ""
-						if mask&(1<<i) != 0 {
-							want = "foreign"
-						}
-						if rawGet(t, c, i, name) != want {
-							return false
-						}
-					}
-					return true
-				})
-			}
-		})
+			})
+		}
 	}
 }
 

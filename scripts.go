@@ -63,23 +63,32 @@ return 0`
 const releaseChannelPrefix = "redlock:released:"
 
 var (
-	discardScript    = redis.NewScript(-1, discardSrc)
-	releaseScript    = redis.NewScript(-1, releaseSrc)
-	extendScript     = redis.NewScript(-1, extendSrc)
-	extendManyScript = redis.NewScript(-1, extendManySrc)
-	checkScript      = redis.NewScript(-1, checkSrc)
-
-	// scriptSources is what InitRedisNodes and pipelines load on a node.
-	scriptSources = []string{discardSrc, releaseSrc, extendSrc, extendManySrc, checkSrc}
-
-	sources = map[*redis.Script]string{
-		discardScript:    discardSrc,
-		releaseScript:    releaseSrc,
-		extendScript:     extendSrc,
-		extendManyScript: extendManySrc,
-		checkScript:      checkSrc,
-	}
+	discardScript    = newScript(discardSrc)
+	releaseScript    = newScript(releaseSrc)
+	extendScript     = newScript(extendSrc)
+	extendManyScript = newScript(extendManySrc)
+	checkScript      = newScript(checkSrc)
 )
 
-// sourceOf returns a script's Lua source, for the EVAL fallback.
+// sources maps every script of the package to its Lua source, for SCRIPT
+// LOAD and for the EVAL fallback.
+var sources = map[*redis.Script]string{}
+
+// newScript registers a script taking its key count as first argument.
+func newScript(src string) *redis.Script {
+	s := redis.NewScript(-1, src)
+	sources[s] = src
+	return s
+}
+
+// sourceOf returns a script's Lua source.
 func sourceOf(s *redis.Script) string { return sources[s] }
+
+// scriptSources lists the sources of every script, to load on a node.
+func scriptSources() []string {
+	out := make([]string, 0, len(sources))
+	for _, src := range sources {
+		out = append(out, src)
+	}
+	return out
+}
