@@ -18,6 +18,7 @@ type Factory struct {
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 	bg       sync.WaitGroup
 	ext      *extender
+	wake     *waker // nil: blocked Acquire calls poll
 
 	mu     sync.Mutex
 	closed bool
@@ -47,6 +48,9 @@ func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 		}
 	}
 	f.ext = newExtender(ns, &f.bg)
+	if check.wakeups {
+		f.wake = newWaker(ns, check.nodeTimeout, &f.bg)
+	}
 	return f, nil
 }
 
@@ -164,6 +168,9 @@ func (f *Factory) Close() error {
 		if n.pipe != nil {
 			n.pipe.close()
 		}
+	}
+	if f.wake != nil {
+		f.wake.close()
 	}
 	f.bg.Wait()
 	for _, p := range f.ownPools {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,12 +193,15 @@ func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, err
 	if err := l.beginAcquire(); err != nil {
 		return 0, err
 	}
+	rw := l.newRetryWaiter()
+	defer rw.close()
 	var lastErr error
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
 			l.endAcquire()
 			return 0, notAcquired(ctx, lastErr)
 		}
+		rw.beforeAttempt()
 		validity, att, r, err := l.attempt(ctx)
 		if err == nil {
 			return validity, l.startHolding(att, r)
@@ -209,7 +211,7 @@ func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, err
 			l.endAcquire()
 			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
 		}
-		if err := sleepCtx(ctx, l.retryPause()); err != nil {
+		if err := rw.pause(ctx, r); err != nil {
 			l.endAcquire()
 			return 0, notAcquired(ctx, lastErr)
 		}
@@ -245,10 +247,6 @@ func (l *Lock) endAcquire() {
 	l.mu.Unlock()
 }
 
-// retryPause draws the pause before the next attempt from [0, retry delay].
-func (l *Lock) retryPause() time.Duration {
-	return rand.N(l.cfg.retryDelay + 1)
-}
 
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
 // node at once, deciding at quorum. It returns the validity, or an error
