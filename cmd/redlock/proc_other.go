@@ -1,0 +1,21 @@
+//go:build !unix
+
+package main
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// child is not supported on this system.
+type child struct{}
+
+func startChild(argv []string, env []string) (*child, error) {
+	return nil, &exitError{code: exitUsage, err: errors.New("run is supported on Unix systems only")}
+}
+
+func (c *child) signal(sig syscall.Signal) {}
+func (c *child) wait() int                 { return exitFailure }
+
+func signalName(sig os.Signal) string { return sig.String() }

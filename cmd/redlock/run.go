@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redlockplus/redlock"
+	"github.com/spf13/cobra"
+)
+
+// releaseTimeout bounds the release of the lock after the command exits.
+const releaseTimeout = 5 * time.Second
+
+// forwarded are the signals redlock passes on to the command's group.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// waitValue is the --wait flag: a positive duration or "forever".
+type waitValue struct {
+	d       time.Duration
+	forever bool
+}
+
+func (w *waitValue) String() string {
+	if w.forever {
+		return "forever"
+	}
+	return w.d.String()
+}
+
+func (w *waitValue) Set(s string) error {
+	if s == "forever" {
+		w.forever, w.d = true, 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration or \"forever\": %q", s)
+	}
+	if d <= 0 {
+		return fmt.Errorf("must be positive (or \"forever\"; use --no-wait for one attempt): %q", s)
+	}
+	w.d, w.forever = d, false
+	return nil
+}
+
+func (w *waitValue) Type() string { return "duration" }
+
+type runCmd struct {
+	nodes     *nodeFlags
+	lock      *lockFlags
+	wait      waitValue
+	noWait    bool
+	killGrace time.Duration
+	verbose   bool
+	stderr    io.Writer
+}
+
+func newRunCmd() *cobra.Command {
+	r := &runCmd{wait: waitValue{d: 10 * time.Second}}
+	cmd := &cobra.Command{
+		Use:   "run [flags] NAME -- CMD [ARGS...]",
+		Short: "Run a command while holding a lock",
+		Long: `Acquire the lock NAME, run CMD while extending the lock in the background,
+and release the lock when CMD exits. stdin, stdout and stderr pass straight
+through, and redlock exits with CMD's exit code.
+
+CMD runs in its own process group. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
+to redlock are forwarded to that group; the lock is released once CMD has
+exited. If the lock is lost while CMD runs (its keys vanished, or a quorum
+of nodes could not be reached before its validity ran out), the group gets
+SIGTERM, then SIGKILL after --kill-grace. CMD sees REDLOCK_NAME and
+REDLOCK_TOKEN in its environment.
+
+Exit codes:
+  CMD's own   CMD exited (128+n if signal n killed it)
+  64          bad command line or configuration
+  69          fewer than a quorum of nodes reachable
+  75          lock not acquired within --wait (or at once, with --no-wait)
+  76          lock lost while CMD ran; CMD was stopped
+  126, 127    CMD cannot be executed, or was not found`,
+		Example: `  redlock run --ttl 30s --wait 1m nightly-report -- ./report.sh --full
+  redlock run --no-wait migrations -- make migrate    # skip if another host runs it`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case len(args) == 0:
+				return argsError(cmd, "run needs a lock NAME, '--' and a command")
+			case dash < 0:
+				return argsError(cmd, "missing '--' between the lock name and the command")
+			case dash == 0:
+				return argsError(cmd, "missing the lock NAME before '--'")
+			case dash > 1:
+				return argsError(cmd, "run takes one lock NAME before '--', got %d: %s", dash, strings.Join(args[:dash], " "))
+			case len(args) == dash:
+				return argsError(cmd, "missing the command after '--'")
+			}
+			return nil
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if cmd.ArgsLenAtDash() >= 0 {
+				return nil, cobra.ShellCompDirectiveDefault // the command and its files
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r.stderr = cmd.ErrOrStderr()
+			return r.run(args[0], args[cmd.ArgsLenAtDash():])
+		},
+	}
+	r.nodes = addNodeFlags(cmd)
+	r.lock = addLockFlags(cmd, 30*time.Second)
+	f := cmd.Flags()
+	f.Var(&r.wait, "wait", `how long to wait for the lock: a duration or "forever"`)
+	f.BoolVar(&r.noWait, "no-wait", false, "make one attempt and give up (exit 75) if the lock is held")
+	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
+	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
+	cmd.MarkFlagsMutuallyExclusive("wait", "no-wait")
+	_ = cmd.RegisterFlagCompletionFunc("wait", cobra.FixedCompletions([]string{"10s", "1m", "10m", "forever"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func (r *runCmd) logf(format string, args ...any) {
+	if r.verbose {
+		fmt.Fprintf(r.stderr, "redlock: "+format+"\n", args...)
+	}
+}
+
+func (r *runCmd) run(name string, argv []string) error {
+	if r.killGrace < 0 {
+		return usageErr("--kill-grace %v is negative", r.killGrace)
+	}
+	urls, _, err := r.nodes.urls()
+	if err != nil {
+		return err
+	}
+	if urls == nil {
+		return noNodesError()
+	}
+	c, err := openCluster(urls, r.lock.options()...)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	down, err := c.requireQuorum(ctx, r.lock.quorumFor(len(urls)))
+	if err != nil {
+		return err
+	}
+	for _, e := range down {
+		fmt.Fprintf(r.stderr, "redlock: warning: node unreachable, going on without it: %v\n", e)
+	}
+
+	lock, err := r.acquire(ctx, c, name, sigs)
+	if err != nil {
+		return err
+	}
+	ch, err := startChild(argv, []string{"REDLOCK_NAME=" + name, "REDLOCK_TOKEN=" + lock.Token()})
+	if err != nil {
+		r.release(lock)
+		return err
+	}
+	code, lost := r.supervise(ch, lock, sigs)
+	if lost {
+		return silentExit{code: exitLockLost}
+	}
+	r.release(lock)
+	return silentExit{code: code}
+}
+
+// noNodesError says how to configure nodes.
+func noNodesError() error {
+	return usageErr("no nodes configured: give --nodes redis://a:6379,redis://b:6379,redis://c:6379 or set %s (try 'redlock dev' for local nodes)", EnvNodes)
+}
+
+// acquire takes the lock, waiting as the flags say. A forwarded signal
+// during the wait ends redlock as that signal would (128+n).
+func (r *runCmd) acquire(ctx context.Context, c *cluster, name string, sigs <-chan os.Signal) (*redlock.Lock, error) {
+	var lock *redlock.Lock
+	var try func(context.Context) (time.Duration, error)
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	switch {
+	case r.noWait:
+		lock = c.factory.NewLock(name, redlock.WithRetryTimes(0))
+		try = lock.TryAcquire
+	case r.wait.forever:
+		lock = c.factory.NewLock(name)
+		try = lock.Acquire
+	default:
+		lock = c.factory.NewLock(name)
+		try = lock.Acquire
+		actx, cancel = context.WithTimeout(ctx, r.wait.d)
+	}
+	defer cancel()
+	type result struct {
+		validity time.Duration
+		err      error
+	}
+	res := make(chan result, 1)
+	go func() {
+		v, err := try(actx)
+		res <- result{v, err}
+	}()
+	var got result
+	select {
+	case got = <-res:
+	case sig := <-sigs:
+		cancel()
+		if got = <-res; got.err == nil {
+			r.release(lock)
+		}
+		return nil, silentExit{code: exitSignalBase + int(sig.(syscall.Signal))}
+	}
+	if got.err != nil {
+		return nil, r.notAcquired(ctx, c, name, got.err)
+	}
+	r.logf("acquired %q (validity %v, token %s)", name, got.validity.Round(time.Millisecond), lock.Token())
+	return lock, nil
+}
+
+// notAcquired explains a failed acquisition, naming the holder's remaining
+// time when another holder has the lock.
+func (r *runCmd) notAcquired(ctx context.Context, c *cluster, name string, err error) error {
+	if errors.Is(err, redlock.ErrInvalidArgument) {
+		return classify(err)
+	}
+	within := "at once (--no-wait)"
+	if !r.noWait {
+		within = "within " + r.wait.String()
+	}
+	if !errors.Is(err, redlock.ErrNotAcquired) {
+		return exitCode(exitUnavailable, err)
+	}
+	ictx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if in, ierr := c.factory.Inspect(ictx, name); ierr == nil && in.Held() {
+		return exitCode(exitNotAcquired, fmt.Errorf("lock %q not acquired %s: held by another client (%v left unless extended)",
+			name, within, in.HolderTTL.Round(time.Millisecond)))
+	}
+	return exitCode(exitNotAcquired, fmt.Errorf("lock %q not acquired %s: %w", name, within, err))
+}
+
+// supervise waits for the child, forwarding signals and stopping it when
+// the lock is lost. It returns the child's exit code and whether the lock
+// was lost.
+func (r *runCmd) supervise(ch *child, lock *redlock.Lock, sigs <-chan os.Signal) (code int, lost bool) {
+	exited := make(chan int, 1)
+	go func() { exited <- ch.wait() }()
+	done := lock.Done()
+	var kill <-chan time.Time
+	for {
+		select {
+		case code = <-exited:
+			return code, lost
+		case <-done:
+			done, lost = nil, true
+			cause := lock.Err()
+			if cause == nil {
+				cause = errors.New("lock ended")
+			}
+			fmt.Fprintf(r.stderr, "%s; sending SIGTERM to the command, SIGKILL in %v\n",
+				errorLine(fmt.Errorf("lock %q lost while the command ran: %w", lock.Name(), cause), ""), r.killGrace)
+			ch.signal(syscall.SIGTERM)
+			t := time.NewTimer(r.killGrace)
+			defer t.Stop()
+			kill = t.C
+		case <-kill:
+			kill = nil
+			r.logf("the command did not exit within %v; sending SIGKILL", r.killGrace)
+			ch.signal(syscall.SIGKILL)
+		case sig := <-sigs:
+			r.logf("forwarding %s to the command", signalName(sig))
+			ch.signal(sig.(syscall.Signal))
+		}
+	}
+}
+
+// release releases the lock after the command; a failure is a warning, as
+// the keys expire with the TTL anyway.
+func (r *runCmd) release(lock *redlock.Lock) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := lock.Release(ctx); err != nil {
+		fmt.Fprintf(r.stderr, "redlock: warning: release of %q failed, its keys expire within the TTL: %s\n",
+			lock.Name(), strings.TrimPrefix(errorLine(err, ""), "redlock: "))
+		return
+	}
+	r.logf("released %q", lock.Name())
+}

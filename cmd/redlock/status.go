@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redlockplus/redlock"
+	"github.com/spf13/cobra"
+)
+
+// statusJSON is the --json form of `redlock status`.
+type statusJSON struct {
+	Name        string           `json:"name"`
+	Nodes       []nodeStatusJSON `json:"nodes"`
+	Quorum      int              `json:"quorum"`
+	Answered    int              `json:"answered"`
+	Held        bool             `json:"held"`
+	Holder      string           `json:"holder,omitempty"`
+	HolderTTLMs int64            `json:"holder_ttl_ms"`
+}
+
+type nodeStatusJSON struct {
+	Node   int    `json:"node"`
+	Addr   string `json:"addr"`
+	HasKey bool   `json:"has_key"`
+	Token  string `json:"token,omitempty"`
+	Holder bool   `json:"holder"` // the node stores the quorum holder's token
+	TTLMs  int64  `json:"ttl_ms"`
+	Error  string `json:"error,omitempty"`
+}
+
+func newStatusCmd() *cobra.Command {
+	var asJSON bool
+	var nf *nodeFlags
+	var lf *lockFlags
+	cmd := &cobra.Command{
+		Use:   "status [flags] NAME",
+		Short: "Show who holds a lock, node by node",
+		Long: `Read the lock NAME on every node without taking it: whether the node holds
+the key, its token and remaining TTL, and whether a quorum of nodes holds
+the same token (the lock is held). Exits 69 when fewer than a quorum of
+nodes answered, after printing what is known.`,
+		Example: `  redlock status nightly-report
+  redlock status --json nightly-report | jq .held`,
+		Args:              exactArgs(1, "one lock NAME"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			urls, _, err := nf.urls()
+			if err != nil {
+				return err
+			}
+			if urls == nil {
+				return noNodesError()
+			}
+			c, err := openCluster(urls, lf.options()...)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*pingTimeout)
+			defer cancel()
+			in, err := c.factory.Inspect(ctx, args[0])
+			if err != nil {
+				return classify(err)
+			}
+			st := toStatusJSON(in, c.addrs)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(st); err != nil {
+					return exitCode(exitFailure, err)
+				}
+			} else {
+				printStatus(cmd.OutOrStdout(), st, newStyle(cmd.OutOrStdout()))
+			}
+			if st.Answered < st.Quorum {
+				return exitCode(exitUnavailable, fmt.Errorf("only %d of %d nodes answered, %d needed to tell whether %q is held",
+					st.Answered, len(st.Nodes), st.Quorum, st.Name))
+			}
+			return nil
+		},
+	}
+	nf = addNodeFlags(cmd)
+	lf = addLockFlags(cmd, redlock.DefaultTTL)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func toStatusJSON(in redlock.Inspection, addrs []string) statusJSON {
+	st := statusJSON{Name: in.Name, Quorum: in.Quorum, Held: in.Held(), Holder: in.Holder, HolderTTLMs: in.HolderTTL.Milliseconds()}
+	for i, n := range in.Nodes {
+		addr := n.Addr
+		if (addr == "" || addr == "unknown address") && i < len(addrs) {
+			addr = addrs[i]
+		}
+		ns := nodeStatusJSON{Node: n.Node, Addr: addr, HasKey: n.Token != "", Token: n.Token, TTLMs: n.TTL.Milliseconds()}
+		ns.Holder = in.Held() && n.Token == in.Holder
+		if n.Err != nil {
+			ns.Error = errorLine(n.Err, "")[len("redlock: "):]
+		} else {
+			st.Answered++
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	return st
+}
+
+func printStatus(w io.Writer, st statusJSON, s style) {
+	ms := func(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
+	if st.Held {
+		fmt.Fprintf(w, "lock %q is %s by token %s for %s (quorum %d of %d)\n",
+			st.Name, s.green("HELD"), shortToken(st.Holder), ms(st.HolderTTLMs), st.Quorum, len(st.Nodes))
+	} else {
+		fmt.Fprintf(w, "lock %q is %s (no token on a quorum of %d of %d nodes)\n", st.Name, s.bold("FREE"), st.Quorum, len(st.Nodes))
+	}
+	rows := [][]cell{{plain("NODE"), plain("ADDRESS"), plain("KEY"), plain("TOKEN"), plain("TTL")}}
+	for _, n := range st.Nodes {
+		key, token, ttl := plain("absent"), plain("-"), plain("-")
+		switch {
+		case n.Error != "":
+			key, token = cell{"error", s.red}, plain(n.Error)
+		case n.HasKey && n.Holder:
+			key, token, ttl = cell{"holder", s.green}, plain(shortToken(n.Token)), plain(ms(n.TTLMs))
+		case n.HasKey:
+			key, token, ttl = cell{"other", s.yellow}, plain(shortToken(n.Token)), plain(ms(n.TTLMs))
+		}
+		rows = append(rows, []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr), key, token, ttl})
+	}
+	writeTable(w, "  ", rows)
+}
+
+// shortToken abbreviates a token for tables.
+func shortToken(t string) string {
+	if len(t) > 8 {
+		return t[:8]
+	}
+	return t
+}
