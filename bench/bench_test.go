@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestQuickRun runs the whole tool in quick mode on real redis-server
+// nodes and checks its outputs: the table, results.json and the charts.
+func TestQuickRun(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server not found; install it with: apt-get install -y redis-server")
+	}
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"-quick", "-out", out}, &stdout, io.Discard); err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout.String())
+	}
+	for _, want := range []string{"| W1-3 | redlock |", "| W4 | floor |", "Goals", "| W6 | locks lost redlock |"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("results.json does not parse: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, w := range rep.Workloads {
+		seen[w.Goal] = true
+		if len(w.Results) < 2 {
+			t.Errorf("%s: %d results, want ours and others", w.ID, len(w.Results))
+		}
+		for _, res := range w.Results {
+			if res.Ops == 0 {
+				t.Errorf("%s %s: no operations (first error %q)", w.ID, res.Target, res.FirstError)
+			}
+			if res.Overlaps != 0 {
+				t.Errorf("%s %s: %d overlaps", w.ID, res.Target, res.Overlaps)
+			}
+			if w.Kind == "allocs" && res.AllocsPerOp <= 0 {
+				t.Errorf("%s %s: no allocations counted", w.ID, res.Target)
+			}
+			if w.Kind == "keep" && (res.Keep == nil || res.Keep.Acquired == 0 || res.Keep.Commands == 0) {
+				t.Errorf("%s %s: keep result %+v", w.ID, res.Target, res.Keep)
+			}
+		}
+	}
+	for _, g := range []string{"W1", "W2", "W3", "W4", "W5", "W6"} {
+		if !seen[g] {
+			t.Errorf("results.json lacks %s", g)
+		}
+	}
+	if len(rep.Goals) < 10 || rep.Machine.CPUs == 0 || rep.Versions["github.com/go-redsync/redsync/v4"] == "" {
+		t.Errorf("goals %d, machine %+v, versions %v", len(rep.Goals), rep.Machine, rep.Versions)
+	}
+
+	for _, name := range []string{"latency-w1-3.png", "latency-w3.png", "latency-w4.png", "throughput.png", "w5-allocs.png", "w6-keep.png"} {
+		b, err := os.ReadFile(filepath.Join(out, "charts", name))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 5000 {
+			t.Errorf("%s is not a rendered PNG (%d bytes)", name, len(b))
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    []string // workload ids
+		wantErr bool
+	}{
+		{args: []string{"-quick"}, want: []string{"W1-3", "W1-5", "W2", "W3", "W4", "W5", "W6"}},
+		{args: []string{"-workloads", "W1,w3"}, want: []string{"W1-3", "W1-5", "W3"}},
+		{args: []string{"-workloads", "W1-5"}, want: []string{"W1-5"}},
+		{args: []string{"-workloads", "W9"}, wantErr: true},
+		{args: []string{"-rounds", "-1"}, wantErr: true},
+		{args: []string{"extra"}, wantErr: true},
+	} {
+		cfg, err := parseFlags(tc.args, io.Discard)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%q: error %v, want error %v", tc.args, err, tc.wantErr)
+			continue
+		}
+		var got []string
+		for _, w := range cfg.workloads {
+			got = append(got, w.ID)
+		}
+		if !tc.wantErr && strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%q: workloads %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

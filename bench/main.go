@@ -1,0 +1,372 @@
+// Command bench measures this module's redlock package side by side with
+// go-redsync/redsync v4 and with a floor (raw redigo sending the same
+// commands with no lock logic), on real redis-server nodes that it starts
+// on free loopback ports, over the workloads W1..W6 of issue 5.
+//
+// It prints a table of the results and of the goals (ratios measured in the
+// same run), writes results.json and PNG charts under -out, and shows a
+// progress bar on stderr. From the repository root:
+//
+//	go run -C bench .                 # full run, a few minutes
+//	go run -C bench . -quick          # smoke run, well under a minute
+//	go run -C bench . -workloads W1,W3 -out /tmp/bench
+//
+// bench is a module of its own (bench/go.mod), so that redsync and the
+// plotting libraries stay out of the root module's dependencies; `cd bench
+// && go run .` is the same as the -C form.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/benchkit"
+)
+
+// slowRTT is what the delay proxy of W4 adds to every round trip.
+const slowRTT = 50 * time.Millisecond
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// config is the parsed command line.
+type config struct {
+	quick     bool
+	out       string
+	workloads []benchkit.Workload
+	rounds    int
+	redisBin  string
+	args      []string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "short runs, for a CI smoke test; the ratios are then only indicative")
+	out := fs.String("out", defaultOut(), "directory for results.json and charts/")
+	only := fs.String("workloads", "", "comma-separated workloads to run, such as W1,W3 (default: all of W1..W6)")
+	rounds := fs.Int("rounds", 0, "interleaved rounds per workload, to even out a noisy machine (default 3, 1 with -quick)")
+	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+	}
+	ws, err := selectWorkloads(benchkit.Standard(*quick), *only)
+	if err != nil {
+		return config{}, err
+	}
+	r := *rounds
+	switch {
+	case r < 0:
+		return config{}, fmt.Errorf("bench: -rounds %d is negative", r)
+	case r == 0 && *quick:
+		r = 1
+	case r == 0:
+		r = 3
+	}
+	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args}, nil
+}
+
+// defaultOut is bench/ when run from the repository root (with a go.work),
+// else the current directory.
+func defaultOut() string {
+	if _, err := os.Stat(filepath.Join("bench", "go.mod")); err == nil {
+		return "bench"
+	}
+	return "."
+}
+
+// selectWorkloads keeps the workloads whose goal or id is listed.
+func selectWorkloads(all []benchkit.Workload, list string) ([]benchkit.Workload, error) {
+	if strings.TrimSpace(list) == "" {
+		return all, nil
+	}
+	var out []benchkit.Workload
+	for _, id := range strings.Split(list, ",") {
+		id = strings.ToUpper(strings.TrimSpace(id))
+		found := false
+		for _, w := range all {
+			if (w.Goal() == id || w.ID == id) && !slices.ContainsFunc(out, func(o benchkit.Workload) bool { return o.ID == w.ID }) {
+				out = append(out, w)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("bench: unknown workload %q (known: W1..W6, W1-3, W1-5)", id)
+		}
+	}
+	return out, nil
+}
+
+// target is one implementation the tool measures.
+type target struct {
+	name  string
+	build func(pools []*redis.Pool, w benchkit.Workload) (benchkit.Target, error)
+	runs  func(w benchkit.Workload) bool
+}
+
+// targets returns the implementations in table order.
+func targets() []target {
+	all := func(benchkit.Workload) bool { return true }
+	ts := []target{{
+		name: "redlock",
+		build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+			return benchkit.Ours("redlock", lockPools(ps))
+		},
+		runs: all,
+	}}
+	if opts, ok := plainPoolOptions(); ok {
+		ts = append(ts, target{
+			name: "redlock-plain",
+			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+				return benchkit.Ours("redlock-plain", lockPools(ps), opts...)
+			},
+			runs: all,
+		})
+	}
+	ts = append(ts,
+		target{
+			name: "redsync",
+			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+				return newRedsync("redsync", ps, false), nil
+			},
+			runs: all,
+		},
+		target{
+			name: "redsync-failfast",
+			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+				return newRedsync("redsync-failfast", ps, true), nil
+			},
+			runs: func(w benchkit.Workload) bool { return w.Kind != benchkit.Keep },
+		},
+		target{
+			name: "floor",
+			build: func(ps []*redis.Pool, w benchkit.Workload) (benchkit.Target, error) {
+				return benchkit.Floor("floor", lockPools(ps), w.FloorAtQuorum), nil
+			},
+			// The floor has no lock logic: it cannot wait for a busy key
+			// or keep a lock alive.
+			runs: func(w benchkit.Workload) bool { return w.Kind != benchkit.Keep && !w.SharedKey },
+		},
+	)
+	return ts
+}
+
+func lockPools(ps []*redis.Pool) []redlock.Pool {
+	out := make([]redlock.Pool, len(ps))
+	for i, p := range ps {
+		out[i] = p
+	}
+	return out
+}
+
+// newPools returns one fresh redigo pool per address, the same for every
+// target: idle connections enough for the widest workload, so that no
+// target pays for dialling in the middle of a run.
+func newPools(addrs []string) ([]*redis.Pool, error) {
+	out := make([]*redis.Pool, len(addrs))
+	for i, a := range addrs {
+		p, err := redlock.NewPool("redis://" + a)
+		if err != nil {
+			return nil, err
+		}
+		p.MaxIdle = 256
+		out[i] = p
+	}
+	return out, nil
+}
+
+func closePools(ps []*redis.Pool) {
+	for _, p := range ps {
+		_ = p.Close()
+	}
+}
+
+// env is what the workloads run on.
+type env struct {
+	addrs   []string // direct addresses of the nodes
+	slow    string   // the delay proxy's address in front of the last node
+	rounds  int
+	bar     *progressbar.ProgressBar
+	targets []target
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	nodes, err := startNodes(ctx, cfg.redisBin, 5)
+	if err != nil {
+		return err
+	}
+	defer stopNodes(nodes)
+	e := env{rounds: cfg.rounds, targets: targets()}
+	for _, n := range nodes {
+		e.addrs = append(e.addrs, n.addr)
+	}
+	if slices.ContainsFunc(cfg.workloads, func(w benchkit.Workload) bool { return w.SlowNode }) {
+		px, err := startDelayProxy(nodes[len(nodes)-1].addr, slowRTT)
+		if err != nil {
+			return err
+		}
+		defer px.close()
+		e.slow = px.addr()
+	}
+
+	steps := 0
+	for _, w := range cfg.workloads {
+		steps += len(e.applicable(w)) * e.roundsOf(w)
+	}
+	e.bar = progressbar.NewOptions(steps,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("starting"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+	)
+
+	rep := newReport(cfg, e)
+	for _, w := range cfg.workloads {
+		results, err := e.runWorkload(ctx, w)
+		if err != nil {
+			return err
+		}
+		rep.add(w, results)
+	}
+	_ = e.bar.Finish()
+	rep.finish(started, cfg.redisBin)
+
+	rep.printTables(stdout)
+	if err := os.MkdirAll(filepath.Join(cfg.out, "charts"), 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	path := filepath.Join(cfg.out, "results.json")
+	if err := rep.writeJSON(path); err != nil {
+		return err
+	}
+	charts, err := drawCharts(rep, filepath.Join(cfg.out, "charts"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s and %d charts in %s\n", path, len(charts), filepath.Join(cfg.out, "charts"))
+	return nil
+}
+
+// applicable returns the targets that run w.
+func (e *env) applicable(w benchkit.Workload) []target {
+	var out []target
+	for _, t := range e.targets {
+		if t.runs(w) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// roundsOf is how many interleaved rounds w is split into.
+func (e *env) roundsOf(w benchkit.Workload) int {
+	if w.Kind == benchkit.Keep {
+		return 1
+	}
+	return e.rounds
+}
+
+// nodeAddrs returns the addresses a target uses for w: the first
+// w.NodeCount nodes, the last of them through the delay proxy for W4.
+func (e *env) nodeAddrs(w benchkit.Workload) []string {
+	addrs := slices.Clone(e.addrs[:w.NodeCount])
+	if w.SlowNode {
+		addrs[len(addrs)-1] = e.slow
+	}
+	return addrs
+}
+
+// runWorkload measures every applicable target on w, in rounds whose
+// target order rotates, and merges each target's rounds.
+func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.Result, error) {
+	ts := e.applicable(w)
+	built := make([]benchkit.Target, len(ts))
+	var pools [][]*redis.Pool
+	defer func() {
+		for _, b := range built {
+			if b != nil {
+				_ = b.Close()
+			}
+		}
+		for _, ps := range pools {
+			closePools(ps)
+		}
+	}()
+	for i, t := range ts {
+		ps, err := newPools(e.nodeAddrs(w))
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, ps)
+		if built[i], err = t.build(ps, w); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", t.name, err)
+		}
+	}
+	if w.Kind == benchkit.Keep {
+		stats, err := newPools(e.addrs[:w.NodeCount])
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, stats)
+		w.Stats = lockPools(stats)
+	}
+	rounds := e.roundsOf(w)
+	per := w
+	per.Duration = w.Duration / time.Duration(rounds)
+	per.Ops = max(w.Ops/rounds, 1)
+	parts := make([][]benchkit.Result, len(ts))
+	for r := range rounds {
+		for k := range ts {
+			i := (k + r) % len(ts)
+			e.bar.Describe(fmt.Sprintf("%-5s %-17s round %d/%d", w.ID, ts[i].name, r+1, rounds))
+			runtime.GC()
+			res, err := benchkit.Run(ctx, built[i], per)
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, ctxErr
+			}
+			if err != nil {
+				res.Workload, res.Target = w.ID, ts[i].name
+				res.Errors++
+				res.FirstError = err.Error()
+			}
+			parts[i] = append(parts[i], res)
+			_ = e.bar.Add(1)
+		}
+	}
+	out := make([]benchkit.Result, len(ts))
+	for i := range ts {
+		out[i] = benchkit.Merge(parts[i]...)
+	}
+	return out, nil
+}

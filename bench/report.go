@@ -1,0 +1,295 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redlockplus/redlock/internal/benchkit"
+)
+
+// report is everything a run measured; it is written as results.json.
+type report struct {
+	Args            []string          `json:"args"`
+	Quick           bool              `json:"quick"`
+	Rounds          int               `json:"rounds"`
+	Started         time.Time         `json:"started"`
+	DurationSeconds float64           `json:"duration_seconds"`
+	Machine         machine           `json:"machine"`
+	Versions        map[string]string `json:"versions"`
+	SlowNodeRTT     string            `json:"slow_node_rtt"`
+	Workloads       []workloadReport  `json:"workloads"`
+	Goals           []check           `json:"goals"`
+	Notes           []string          `json:"notes,omitempty"`
+}
+
+// workloadReport holds one workload's results, one per target.
+type workloadReport struct {
+	ID      string            `json:"id"`
+	Goal    string            `json:"goal"`
+	Title   string            `json:"title"`
+	Nodes   int               `json:"nodes"`
+	Kind    string            `json:"kind"`
+	Results []benchkit.Result `json:"results"`
+}
+
+// check is one goal of the issue evaluated on this run.
+type check struct {
+	Goal   string  `json:"goal"`   // workload id
+	Metric string  `json:"metric"` // what is compared
+	Value  float64 `json:"value"`
+	Cmp    string  `json:"cmp"` // "<=", ">=" or "=="
+	Limit  float64 `json:"limit"`
+	Pass   bool    `json:"pass"`
+	Detail string  `json:"detail"` // the two figures behind a ratio
+}
+
+func newReport(cfg config, e env) *report {
+	r := &report{Args: cfg.args, Quick: cfg.quick, Rounds: cfg.rounds, SlowNodeRTT: slowRTT.String()}
+	if _, ok := plainPoolOptions(); !ok {
+		r.Notes = append(r.Notes, "redlock-plain (WithPipelining(false)) not measured: the option is not in this build of the library")
+	}
+	if cfg.quick {
+		r.Notes = append(r.Notes, "quick mode: short runs, ratios are only indicative")
+	}
+	return r
+}
+
+func (r *report) add(w benchkit.Workload, results []benchkit.Result) {
+	kind := map[benchkit.Kind]string{benchkit.Cycle: "cycle", benchkit.Allocs: "allocs", benchkit.Keep: "keep"}[w.Kind]
+	r.Workloads = append(r.Workloads, workloadReport{ID: w.ID, Goal: w.Goal(), Title: w.Title,
+		Nodes: w.NodeCount, Kind: kind, Results: results})
+}
+
+// finish stamps the run and evaluates the goals.
+func (r *report) finish(started time.Time, redisBin string) {
+	r.Started = started.UTC().Truncate(time.Second)
+	r.DurationSeconds = math.Round(time.Since(started).Seconds())
+	r.Machine = describeMachine(redisBin)
+	r.Versions = versions()
+	r.Goals = r.evaluate()
+}
+
+// result returns the result of target on workload id, if measured.
+func (r *report) result(id, target string) (benchkit.Result, bool) {
+	for _, w := range r.Workloads {
+		if w.ID != id {
+			continue
+		}
+		for _, res := range w.Results {
+			if res.Target == target {
+				return res, true
+			}
+		}
+	}
+	return benchkit.Result{}, false
+}
+
+// evaluate checks the goals of issue 5 against the default redlock and the
+// default redsync (and the floor where the goal names it). A goal whose
+// figures were not measured is left out.
+func (r *report) evaluate() []check {
+	var cs []check
+	ratio := func(goal, metric, cmp string, limit float64, a, b float64, unit func(float64) string) {
+		if b == 0 {
+			return
+		}
+		v := a / b
+		pass := v <= limit
+		if cmp == ">=" {
+			pass = v >= limit
+		}
+		cs = append(cs, check{Goal: goal, Metric: metric, Value: v, Cmp: cmp, Limit: limit, Pass: pass,
+			Detail: unit(a) + " vs " + unit(b)})
+	}
+	ms := func(v float64) string { return fmtMs(time.Duration(v)) }
+	rate := func(v float64) string { return fmt.Sprintf("%.0f/s", v) }
+	count := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	get := func(id, t string) (benchkit.Result, bool) { return r.result(id, t) }
+
+	for _, id := range []string{"W1-3", "W1-5"} {
+		ours, ok := get(id, "redlock")
+		if !ok {
+			continue
+		}
+		if rs, ok := get(id, "redsync"); ok {
+			ratio(id, "cycle p50 redlock/redsync", "<=", 0.8, float64(ours.Cycle.P50), float64(rs.Cycle.P50), ms)
+		}
+		if fl, ok := get(id, "floor"); ok {
+			ratio(id, "cycle p50 redlock/floor", "<=", 1.3, float64(ours.Cycle.P50), float64(fl.Cycle.P50), ms)
+		}
+	}
+	if ours, ok := get("W2", "redlock"); ok {
+		if rs, ok := get("W2", "redsync"); ok {
+			ratio("W2", "ops/s redlock/redsync", ">=", 3, ours.OpsPerSec, rs.OpsPerSec, rate)
+		}
+	}
+	if ours, ok := get("W3", "redlock"); ok {
+		if rs, ok := get("W3", "redsync"); ok {
+			ratio("W3", "acquisitions/s redlock/redsync", ">=", 1.8, ours.OpsPerSec, rs.OpsPerSec, rate)
+			ratio("W3", "acquire wait p99 redlock/redsync", "<=", 0.1, float64(ours.Acquire.P99), float64(rs.Acquire.P99), ms)
+		}
+		for _, w := range r.Workloads {
+			if w.ID != "W3" {
+				continue
+			}
+			for _, res := range w.Results {
+				cs = append(cs, check{Goal: "W3", Metric: "overlaps " + res.Target, Value: float64(res.Overlaps),
+					Cmp: "==", Limit: 0, Pass: res.Overlaps == 0, Detail: fmt.Sprintf("%d acquisitions", res.Ops)})
+			}
+		}
+	}
+	if ours, ok := get("W4", "redlock"); ok {
+		if fl, ok := get("W4", "floor"); ok {
+			ratio("W4", "acquire p50 redlock/floor", "<=", 1.5, float64(ours.Acquire.P50), float64(fl.Acquire.P50), ms)
+		}
+		if rs, ok := get("W4", "redsync"); ok {
+			ratio("W4", "acquire p50 redlock/redsync", "<=", 0.05, float64(ours.Acquire.P50), float64(rs.Acquire.P50), ms)
+		}
+	}
+	if ours, ok := get("W5", "redlock"); ok {
+		if rs, ok := get("W5", "redsync"); ok {
+			ratio("W5", "allocs/op redlock/redsync", "<=", 0.5, ours.AllocsPerOp, rs.AllocsPerOp, count)
+			ratio("W5", "B/op redlock/redsync", "<=", 0.5, ours.BytesPerOp, rs.BytesPerOp, count)
+		}
+	}
+	if ours, ok := get("W6", "redlock"); ok && ours.Keep != nil {
+		k := ours.Keep
+		cs = append(cs, check{Goal: "W6", Metric: "locks lost redlock", Value: float64(k.Lost), Cmp: "==", Limit: 0,
+			Pass:   k.Lost == 0 && k.Acquired == k.Locks,
+			Detail: fmt.Sprintf("%d of %d acquired; %.1f CPU s, %.0f commands/s", k.Acquired, k.Locks, k.CPUSeconds, k.CommandsPerSec)})
+	}
+	return cs
+}
+
+// writeJSON writes the report to path.
+func (r *report) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
+}
+
+// fmtMs formats a duration in milliseconds with three significant digits.
+func fmtMs(d time.Duration) string {
+	ms := float64(d) / 1e6
+	switch {
+	case ms == 0:
+		return "0"
+	case ms < 1:
+		return fmt.Sprintf("%.3f", ms)
+	case ms < 10:
+		return fmt.Sprintf("%.2f", ms)
+	case ms < 100:
+		return fmt.Sprintf("%.1f", ms)
+	}
+	return fmt.Sprintf("%.0f", ms)
+}
+
+// printTables writes the results and the goals as Markdown tables.
+func (r *report) printTables(w io.Writer) {
+	fmt.Fprintf(w, "\nLatencies in ms. cycle = lock + hold + unlock; acquire = from asking until held (retries included).\n\n")
+	fmt.Fprintln(w, "| workload | target | ops/s | cycle p50 | p90 | p99 | max | acquire p50 | acquire p99 | errors | overlaps | allocs/op | B/op |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, wl := range r.Workloads {
+		if wl.Kind == "keep" {
+			continue
+		}
+		for _, res := range wl.Results {
+			allocs, bytes := "", ""
+			if res.AllocsPerOp > 0 {
+				allocs, bytes = fmt.Sprintf("%.1f", res.AllocsPerOp), fmt.Sprintf("%.0f", res.BytesPerOp)
+			}
+			acqP50, acqP99 := "", ""
+			if res.Acquire.N > 0 {
+				acqP50, acqP99 = fmtMs(res.Acquire.P50), fmtMs(res.Acquire.P99)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s |\n",
+				wl.ID, res.Target, res.OpsPerSec, fmtMs(res.Cycle.P50), fmtMs(res.Cycle.P90), fmtMs(res.Cycle.P99),
+				fmtMs(res.Cycle.Max), acqP50, acqP99, res.Errors, res.Overlaps, allocs, bytes)
+		}
+	}
+	for _, wl := range r.Workloads {
+		if wl.Kind != "keep" {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %s\n\n", wl.ID, wl.Title)
+		fmt.Fprintln(w, "| target | locks | acquired | lost | acquire p50 | hold s | client CPU s | server CPU s | commands/s | goroutines | errors |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		for _, res := range wl.Results {
+			k := res.Keep
+			if k == nil {
+				fmt.Fprintf(w, "| %s | | | | | | | | | | %d |\n", res.Target, res.Errors)
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %d | %d |\n",
+				res.Target, k.Locks, k.Acquired, k.Lost, fmtMs(res.Acquire.P50), k.Hold.Seconds(),
+				k.CPUSeconds, k.ServerCPUSeconds, k.CommandsPerSec, k.Goroutines, res.Errors)
+		}
+	}
+	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| goal | metric | measured | goal | result |")
+	fmt.Fprintln(w, "|---|---|--:|--:|---|")
+	for _, c := range r.Goals {
+		fmt.Fprintf(w, "| %s | %s | %s (%s) | %s %s | %s |\n", c.Goal, c.Metric, fmtNum(c.Value), c.Detail,
+			c.Cmp, fmtNum(c.Limit), verdict(c))
+	}
+	for _, res := range r.allResults() {
+		if res.FirstError != "" {
+			fmt.Fprintf(w, "\n%s %s: first error: %s", res.Workload, res.Target, oneLine(res.FirstError))
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "\nnote: %s", n)
+	}
+	fmt.Fprintln(w)
+}
+
+// verdict is PASS, or FAIL with how far the value is from the goal.
+func verdict(c check) string {
+	if c.Pass {
+		return "PASS"
+	}
+	switch {
+	case c.Cmp == "<=" && c.Limit > 0:
+		return fmt.Sprintf("FAIL (%.2fx the limit)", c.Value/c.Limit)
+	case c.Cmp == ">=" && c.Value > 0:
+		return fmt.Sprintf("FAIL (needs %.2fx more)", c.Limit/c.Value)
+	}
+	return "FAIL"
+}
+
+func fmtNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e6 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	if math.Abs(v) < 0.1 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func (r *report) allResults() []benchkit.Result {
+	var out []benchkit.Result
+	for _, w := range r.Workloads {
+		out = append(out, w.Results...)
+	}
+	return out
+}
