@@ -253,25 +253,27 @@ func (l *Lock) endAcquire() {
 // that says why the attempt failed; a failed attempt's keys are deleted by the node
 // goroutines as their answers arrive, late ones included.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
-	att := &attempt{token: uuid.NewString(), decided: make(chan struct{})}
+	att := &attempt{token: uuid.NewString()}
 	set := nodeCmd{name: "SET", args: []any{l.name, att.token, "NX", "PX", l.cfg.ttlMs()}, judge: judgeSet}
 	var after func(reply)
-	if !l.pipelined() {
+	if !l.pipelined() { // late replies are cleaned up in their goroutines
+		att.decided = make(chan struct{})
+		defer close(att.decided)
 		after = func(rep reply) { l.cleanupLate(ctx, att, rep) }
 	}
 	r := l.fan.run(ctx, set, false, after)
-	att.counted = make([]bool, len(l.fan.nodes))
-	for _, rep := range r.replies {
-		att.counted[rep.node.index] = true
+	if !l.pipelined() {
+		att.counted = make([]bool, len(l.fan.nodes))
+		for _, rep := range r.replies {
+			att.counted[rep.node.index] = true
+		}
 	}
 	validity := l.validity(r)
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		att.state.Store(attemptWon)
-		close(att.decided)
 		return validity, att, r, nil
 	}
 	att.state.Store(attemptFailed)
-	close(att.decided)
 	if l.pipelined() {
 		l.discardQueued(att.token, r)
 	}
@@ -293,7 +295,8 @@ func (l *Lock) discardQueued(token string, r round) {
 	for _, rep := range r.replies {
 		refused[rep.node.index] = rep.err == nil && !rep.ok
 	}
-	cmd := nodeCmd{script: discardScript, args: []any{1, l.name, token}, judge: judgeOne}
+	cmd := &nodeCmd{script: discardScript, args: []any{1, l.name, token}, judge: judgeOne}
+	cmd.wire = scriptArgs(discardScript.Hash(), cmd.args)
 	sink := make(chan reply, len(l.fan.nodes))
 	for _, n := range l.fan.nodes {
 		if !refused[n.index] {

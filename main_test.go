@@ -37,6 +37,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// startURLs starts n real redis-server nodes for a test or benchmark.
+func startURLs(tb testing.TB, n int) []string {
+	tb.Helper()
+	return redistest.Start(tb, n).URLs()
+}
+
 // cluster starts n real redis-server nodes and returns them with one
 // redlock.NewPool per node, closed when the test ends.
 func cluster(t *testing.T, n int) (*redistest.Cluster, []redlock.Pool) {

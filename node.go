@@ -59,22 +59,28 @@ func (n *node) run(ctx context.Context, cmd nodeCmd) reply {
 }
 
 // start queues cmd on the node's pipeline; the reply goes to out.
-func (n *node) start(ctx context.Context, cmd nodeCmd, out chan<- reply) {
-	name, args := cmd.name, cmd.args
+func (n *node) start(ctx context.Context, cmd *nodeCmd, out chan<- reply) {
+	c := pcalls.Get().(*pcall)
+	c.name, c.args = cmd.name, cmd.args
 	if cmd.script != nil {
-		name, args = "EVALSHA", scriptArgs(cmd.script.Hash(), cmd.args)
+		c.name, c.args = "EVALSHA", cmd.wire
 	}
-	n.pipe.send(ctx, &pcall{name: name, args: args, done: func(v any, err error) {
-		if cmd.script != nil && isNoScript(err) {
-			// The node lost its scripts (SCRIPT FLUSH, restart): send the
-			// source. Not from the reader goroutine, which must not block.
-			go n.pipe.send(ctx, &pcall{name: "EVAL", args: scriptArgs(sourceOf(cmd.script), cmd.args), done: func(v any, err error) {
-				out <- n.judge(cmd, v, err)
-			}})
-			return
-		}
-		out <- n.judge(cmd, v, err)
-	}})
+	c.ctx, c.node, c.cmd, c.out = ctx, n, cmd, out
+	n.pipe.send(ctx, c)
+}
+
+// complete reads a pipelined reply. A node that lost its scripts (SCRIPT
+// FLUSH, restart) gets the source with EVAL, sent from a goroutine of its
+// own because the pipeline's reader must never block.
+func (n *node) complete(c *pcall, v any, err error) {
+	cmd, out, ctx := c.cmd, c.out, c.ctx
+	if cmd.script != nil && c.name == "EVALSHA" && isNoScript(err) {
+		retry := pcalls.Get().(*pcall)
+		*retry = pcall{name: "EVAL", args: scriptArgs(sourceOf(cmd.script), cmd.args), ctx: ctx, node: n, cmd: cmd, out: out}
+		go n.pipe.send(ctx, retry)
+		return
+	}
+	out <- n.judge(*cmd, v, err)
 }
 
 // judge reads a reply with the command's rule.
@@ -97,8 +103,8 @@ func scriptArgs(shaOrSrc string, countKeysArgs []any) []any {
 }
 
 func isNoScript(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(string(re), "NOSCRIPT")
+	re, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(re), "NOSCRIPT")
 }
 
 // loadScripts loads every lock script on the node.

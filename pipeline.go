@@ -15,12 +15,25 @@ var errPipelineClosed = errors.New("connection pipeline closed")
 // maxBatch bounds how many queued commands one flush writes.
 const maxBatch = 256
 
-// pcall is one command queued on a pipeline. done is called exactly once,
-// from the pipeline's goroutines, and must not block.
+// pcall is one command queued on a pipeline, for one node of a quorum
+// round. done is called exactly once and never blocks.
 type pcall struct {
 	name string
 	args []any
-	done func(v any, err error)
+	ctx  context.Context
+	node *node
+	cmd  *nodeCmd     // reads the reply
+	out  chan<- reply // receives it; buffered to the round's node count
+}
+
+// pcalls recycles pcall values: one is needed per node and command.
+var pcalls = sync.Pool{New: func() any { return new(pcall) }}
+
+// done delivers the reply and recycles c.
+func (c *pcall) done(v any, err error) {
+	c.node.complete(c, v, err)
+	*c = pcall{}
+	pcalls.Put(c)
 }
 
 // pipeline multiplexes the commands of many concurrent lock operations on

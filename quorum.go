@@ -41,6 +41,7 @@ type nodeCmd struct {
 	name   string        // a plain command
 	args   []any
 	judge  func(v any) reply // reads a reply that is not an error
+	wire   []any             // EVALSHA arguments, built once per round
 }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
@@ -66,9 +67,12 @@ type fanout struct {
 func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(reply)) round {
 	r := round{start: time.Now(), replies: make([]reply, 0, len(f.nodes)), all: f.nodes}
 	results := make(chan reply, len(f.nodes))
+	if cmd.script != nil && f.nodes[0].pipe != nil {
+		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
+	}
 	for _, n := range f.nodes {
 		if n.pipe != nil {
-			n.start(ctx, cmd, results)
+			n.start(ctx, &cmd, results)
 			continue
 		}
 		f.bg.Add(1)
@@ -85,7 +89,13 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	}
 	timeout := time.NewTimer(f.nodeTimeout)
 	defer timeout.Stop()
-	answered := make([]bool, len(f.nodes))
+	var small [64]bool // answered, without an allocation for usual node counts
+	answered := small[:0]
+	if len(f.nodes) <= len(small) {
+		answered = small[:len(f.nodes)]
+	} else {
+		answered = make([]bool, len(f.nodes))
+	}
 	maxRefusals := len(f.nodes) - f.quorum
 	for len(r.replies) < len(f.nodes) {
 		var rep reply

@@ -1,0 +1,105 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlockplus/redlock"
+)
+
+// Micro-benchmarks of the hot paths on real local redis-server nodes. Run:
+//
+//	go test -run '^$' -bench . -benchmem
+//
+// The side-by-side comparison with other libraries is the bench/ tool.
+
+func benchFactory(b *testing.B, nodes int, opts ...redlock.Option) *redlock.Factory {
+	b.Helper()
+	c := startBenchNodes(b, nodes)
+	f, err := redlock.NewFactory(c, append([]redlock.Option{redlock.WithTTL(10 * time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithAutoextend(false)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+func startBenchNodes(b *testing.B, n int) []redlock.Pool {
+	b.Helper()
+	pools := make([]redlock.Pool, n)
+	for i, u := range startURLs(b, n) {
+		p, err := redlock.NewPool(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close() })
+		pools[i] = p
+	}
+	return pools
+}
+
+// BenchmarkAcquireRelease is one uncontended lock+unlock cycle.
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, nodes := range []int{3, 5} {
+		for _, pipelining := range []bool{true, false} {
+			b.Run(fmt.Sprintf("nodes=%d/pipelining=%v", nodes, pipelining), func(b *testing.B) {
+				f := benchFactory(b, nodes, redlock.WithPipelining(pipelining))
+				l := f.NewLock("bench")
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := l.Acquire(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Release(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkParallelDistinctKeys is many goroutines locking their own keys.
+func BenchmarkParallelDistinctKeys(b *testing.B) {
+	for _, pipelining := range []bool{true, false} {
+		b.Run(fmt.Sprintf("pipelining=%v", pipelining), func(b *testing.B) {
+			f := benchFactory(b, 3, redlock.WithPipelining(pipelining))
+			var id atomic.Int64
+			ctx := context.Background()
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				l := f.NewLock(fmt.Sprintf("key-%d", id.Add(1)))
+				for pb.Next() {
+					if _, err := l.Acquire(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Release(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkExtend is one Extend of a held lock.
+func BenchmarkExtend(b *testing.B) {
+	f := benchFactory(b, 3)
+	l := f.NewLock("extend")
+	ctx := context.Background()
+	if _, err := l.Acquire(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Extend(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l.Release(ctx)
+}
