@@ -37,6 +37,16 @@
 // RLock is the reentrant variant: the holder may acquire it again, and only
 // the last Release releases it on the nodes.
 //
+// # Factories
+//
+// Locks made by a Factory share its machinery: one auto-pipelined
+// connection per node (WithPipelining), one subscriber per node that wakes
+// blocked Acquire calls when their lock is released (WithWakeups), and one
+// goroutine that extends all autoextending locks in batches, one script call
+// per node. Close the factory to stop them. Locks made by NewLock borrow a
+// pool connection per command, poll while blocked, and have an extender of
+// their own that runs only while they are held.
+//
 // # What it does not promise
 //
 // Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM freeze)
