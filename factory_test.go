@@ -100,3 +100,31 @@ func TestFactoryCloseReleasesAndStops(t *testing.T) {
 		t.Fatalf("second Close = %v", err)
 	}
 }
+
+// TestFactoryCloseEndsBlockedAcquire: an Acquire blocked on a held name
+// returns ErrClosed when its factory closes, though its retry delay is long.
+func TestFactoryCloseEndsBlockedAcquire(t *testing.T) {
+	_, pools := cluster(t, 3)
+	ctx := ctxT(t, 20*time.Second)
+	holder, _ := redlock.NewLock("blocked", pools, redlock.WithAutoextend(false))
+	if _, err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release(ctx)
+	f, _ := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.NewLock("blocked").Acquire(ctx)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	f.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, redlock.ErrClosed) {
+			t.Fatalf("blocked Acquire after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked Acquire did not return after Close")
+	}
+}

@@ -201,6 +201,10 @@ func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, err
 			l.endAcquire()
 			return 0, notAcquired(ctx, lastErr)
 		}
+		if err := l.usable(); err != nil { // the factory closed meanwhile
+			l.endAcquire()
+			return 0, err
+		}
 		rw.beforeAttempt()
 		validity, att, r, err := l.attempt(ctx)
 		if err == nil {

@@ -127,10 +127,14 @@ func (w *waker) unwatch(name string, in *interest) {
 	}
 }
 
-// next returns the channel closed by the next release of in's name.
+// next returns the channel closed by the next release of in's name, or a
+// closed one once the waker has closed.
 func (w *waker) next(in *interest) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return closedDone
+	}
 	return in.signal
 }
 
@@ -170,10 +174,15 @@ func (w *waker) channels() []any {
 	return out
 }
 
-// close stops every subscriber; the caller waits for them with bg.
+// close stops every subscriber and wakes every waiter, so that blocked
+// Acquire calls see the factory closed; the caller waits with bg.
 func (w *waker) close() {
 	w.mu.Lock()
 	w.closed = true
+	for _, in := range w.names {
+		close(in.signal)
+		in.signal = closedDone
+	}
 	w.mu.Unlock()
 	close(w.quit)
 	for _, s := range w.subs {
