@@ -251,7 +251,6 @@ func (l *Lock) endAcquire() {
 	l.mu.Unlock()
 }
 
-
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
 // node at once, deciding at quorum. It returns the validity, or an error
 // that says why the attempt failed; a failed attempt's keys are deleted by the node
