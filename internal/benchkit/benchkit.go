@@ -214,10 +214,15 @@ type KeepResult struct {
 	CPUSeconds       float64 `json:"cpu_seconds"`
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	// Commands is the number of commands the Stats nodes ran during the
-	// hold (INFO commandstats, INFO itself excluded); CommandsPerSec is
-	// Commands per second of hold.
+	// hold (INFO commandstats, INFO itself excluded, the commands run by
+	// scripts included); CommandsPerSec is Commands per second of hold.
 	Commands       int64   `json:"commands"`
 	CommandsPerSec float64 `json:"commands_per_sec"`
+	// Scripts and ScriptsPerSec count the script calls (EVAL, EVALSHA,
+	// FCALL) among the Commands: one per extension request that reached a
+	// node.
+	Scripts       int64   `json:"scripts"`
+	ScriptsPerSec float64 `json:"scripts_per_sec"`
 	// Goroutines is the number of goroutines of this process in the middle
 	// of the hold.
 	Goroutines int `json:"goroutines"`

@@ -172,7 +172,7 @@ func TestKeep(t *testing.T) {
 		t.Fatalf("keep result %+v (first error %q)", k, res.FirstError)
 	}
 	// 50 locks over 3 nodes, extended several times within 3 TTLs.
-	if k.Commands < 150 || k.CommandsPerSec <= 0 || k.CPUSeconds <= 0 || k.Hold < w.Duration {
+	if k.Commands < 150 || k.CommandsPerSec <= 0 || k.Scripts <= 0 || k.Scripts > k.Commands || k.CPUSeconds <= 0 || k.Hold < w.Duration {
 		t.Fatalf("keep costs not measured: %+v", k)
 	}
 	if _, err := benchkit.Run(context.Background(), noLock{}, w); !errors.Is(err, benchkit.ErrNotSupported) {
@@ -200,6 +200,18 @@ func TestServerStatsCounts(t *testing.T) {
 	}
 	if d := after.Calls - before.Calls; d != 5 {
 		t.Fatalf("commandstats delta %d, want 5", d)
+	}
+	c, _ = ps[0].GetContext(ctx)
+	if _, err := c.Do("EVAL", `redis.call("GET", KEYS[1]); return redis.call("GET", KEYS[1])`, 1, "benchkit:test:k"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	last, err := benchkit.ServerStats(ctx, ps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls, scripts := last.Calls-after.Calls, last.ScriptCalls-after.ScriptCalls; calls != 3 || scripts != 1 {
+		t.Fatalf("after one EVAL of two GETs: %d calls, %d scripts; want 3 and 1", calls, scripts)
 	}
 }
 

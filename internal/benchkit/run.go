@@ -241,6 +241,8 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	kr.ServerCPUSeconds = srv1.cpu - srv0.cpu
 	kr.Commands = srv1.calls - srv0.calls
 	kr.CommandsPerSec = float64(kr.Commands) / kr.Hold.Seconds()
+	kr.Scripts = srv1.scripts - srv0.scripts
+	kr.ScriptsPerSec = float64(kr.Scripts) / kr.Hold.Seconds()
 
 	var lost atomic.Int64
 	relCtx := context.WithoutCancel(ctx)

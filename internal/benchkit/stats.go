@@ -12,8 +12,9 @@ import (
 
 // serverStats are counters summed over nodes.
 type serverStats struct {
-	calls int64   // commands run, INFO excluded
-	cpu   float64 // used_cpu_user + used_cpu_sys, seconds
+	calls   int64   // commands run, INFO excluded, those run by scripts included
+	scripts int64   // script calls (EVAL, EVALSHA, FCALL and their _RO forms)
+	cpu     float64 // used_cpu_user + used_cpu_sys, seconds
 }
 
 // readServerStats reads INFO commandstats and INFO cpu from every node.
@@ -24,6 +25,7 @@ func readServerStats(ctx context.Context, nodes []redlock.Pool) serverStats {
 		s, err := ServerStats(ctx, p)
 		if err == nil {
 			st.calls += s.Calls
+			st.scripts += s.ScriptCalls
 			st.cpu += s.CPUSeconds
 		}
 	}
@@ -33,8 +35,12 @@ func readServerStats(ctx context.Context, nodes []redlock.Pool) serverStats {
 // NodeStats are the cumulative counters of one Redis node.
 type NodeStats struct {
 	// Calls is the number of commands the node has run since it started,
-	// from INFO commandstats, INFO itself excluded.
+	// from INFO commandstats, INFO itself excluded. Redis counts the
+	// commands a script runs (redis.call) as well as the script call.
 	Calls int64
+	// ScriptCalls is the number of script calls among them: EVAL, EVALSHA,
+	// FCALL and their read-only forms.
+	ScriptCalls int64
 	// CPUSeconds is used_cpu_user + used_cpu_sys from INFO cpu.
 	CPUSeconds float64
 }
@@ -54,13 +60,14 @@ func ServerStats(ctx context.Context, p redlock.Pool) (NodeStats, error) {
 	if err != nil {
 		return NodeStats{}, err
 	}
-	return NodeStats{Calls: parseCalls(cmds), CPUSeconds: parseCPU(cpu)}, nil
+	calls, scripts := parseCalls(cmds)
+	return NodeStats{Calls: calls, ScriptCalls: scripts, CPUSeconds: parseCPU(cpu)}, nil
 }
 
 // parseCalls sums the calls= fields of INFO commandstats lines such as
-// "cmdstat_set:calls=12,usec=30,...", skipping the INFO command.
-func parseCalls(info string) int64 {
-	var total int64
+// "cmdstat_set:calls=12,usec=30,...", skipping the INFO command, and
+// separately those of the script commands.
+func parseCalls(info string) (total, scripts int64) {
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
 		name, fields, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
@@ -71,10 +78,14 @@ func parseCalls(info string) int64 {
 			if v, ok := strings.CutPrefix(f, "calls="); ok {
 				n, _ := strconv.ParseInt(v, 10, 64)
 				total += n
+				switch name {
+				case "cmdstat_eval", "cmdstat_evalsha", "cmdstat_eval_ro", "cmdstat_evalsha_ro", "cmdstat_fcall", "cmdstat_fcall_ro":
+					scripts += n
+				}
 			}
 		}
 	}
-	return total
+	return total, scripts
 }
 
 // parseCPU returns used_cpu_user + used_cpu_sys of INFO cpu.
