@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/redlockplus/redlock"
 )
 
@@ -19,7 +21,7 @@ type Client struct {
 	c       *Cluster
 	name    string
 	proxies []*faultProxy
-	pools   []*nodePool
+	pools   []*redis.Pool
 }
 
 // NewClient returns a Client with a new proxy in front of every node. It
@@ -36,9 +38,12 @@ func (c *Cluster) NewClient() *Client {
 			c.tb.Fatalf("redlocktest: NewClient: node %d: %v", i, err)
 		}
 		cl.proxies = append(cl.proxies, fp)
-		np := newNodePool(fp.addr)
-		np.gen = c.pools[i].gen // the node's restarts make its connections stale
-		cl.pools = append(cl.pools, np)
+		pool, err := newNodePool(fp.addr, c.gens[i])
+		if err != nil {
+			cl.close()
+			c.tb.Fatalf("redlocktest: NewClient: node %d: %v", i, err)
+		}
+		cl.pools = append(cl.pools, pool)
 	}
 	c.clients = append(c.clients, cl)
 	return cl

@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/gomodule/redigo/redis"
 	"github.com/ory/dockertest/v3"
 
 	"github.com/redlockplus/redlock"
@@ -54,7 +56,8 @@ type Cluster struct {
 	backend backend
 	srv     *toxiproxy.ApiServer
 	proxies []*faultProxy
-	pools   []*nodePool
+	pools   []*redis.Pool
+	gens    []*atomic.Int64 // per node, bumped by Kill and Restart
 
 	mu      sync.Mutex // serialises fault operations
 	state   []nodeState
@@ -90,7 +93,13 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 		}
 		c.proxies = append(c.proxies, p)
 		c.state = append(c.state, stateRunning)
-		c.pools = append(c.pools, newNodePool(p.addr))
+		gen := new(atomic.Int64)
+		c.gens = append(c.gens, gen)
+		pool, err := newNodePool(p.addr, gen)
+		if err != nil {
+			tb.Fatalf("redlocktest: node %d: %v", i, err)
+		}
+		c.pools = append(c.pools, pool)
 	}
 	return c
 }
@@ -177,8 +186,8 @@ func (c *Cluster) Backend() Backend { return Backend(c.backend.name()) }
 
 // Pools returns one connection pool per node, in node order, for
 // redlock.NewFactory or redlock.NewLock. The pools connect through the
-// nodes' proxies, implement redlock.Addresser, and are closed at test
-// cleanup. A pool drops the idle connections that predate its node's last
+// nodes' proxies, are *redis.Pool values made by redlock.NewPool, and are
+// closed at test cleanup. A pool drops the idle connections that predate its node's last
 // Kill or Restart instead of handing them out; clients with pools of their
 // own (from URLs) see those dead connections fail once, as in production.
 func (c *Cluster) Pools() []redlock.Pool {
@@ -242,7 +251,7 @@ func (c *Cluster) Kill(i int) {
 	if err := c.backend.kill(i); err != nil {
 		c.fail("Kill", i, err)
 	}
-	c.pools[i].gen.Add(1)
+	c.gens[i].Add(1)
 	c.state[i] = stateKilled
 }
 
@@ -264,7 +273,7 @@ func (c *Cluster) Restart(i int) {
 		if err := c.backend.kill(i); err != nil {
 			c.fail("Restart", i, err)
 		}
-		c.pools[i].gen.Add(1)
+		c.gens[i].Add(1)
 		c.state[i] = stateKilled
 	}
 	addr, err := c.backend.restart(i)
@@ -279,7 +288,7 @@ func (c *Cluster) Restart(i int) {
 			c.fail("Restart", i, err)
 		}
 	}
-	c.pools[i].gen.Add(1)
+	c.gens[i].Add(1)
 	c.state[i] = stateRunning
 }
 

@@ -404,7 +404,7 @@ func TestHelpersFail(t *testing.T) {
 
 // withTB returns a view of c that reports to tb; it shares c's nodes.
 func withTB(c *Cluster, tb testing.TB) *Cluster {
-	return &Cluster{tb: tb, backend: c.backend, srv: c.srv, proxies: c.proxies, pools: c.pools, state: c.state}
+	return &Cluster{tb: tb, backend: c.backend, srv: c.srv, proxies: c.proxies, pools: c.pools, gens: c.gens, state: c.state}
 }
 
 // TestSkipWhenNothingAvailable: with no Docker engine and no redis-server,

@@ -11,55 +11,52 @@ import (
 	"github.com/redlockplus/redlock"
 )
 
-// nodePool is the connection pool of one node. It knows its address (for
-// redlock's error messages) and drops, when they are borrowed, the idle
-// connections opened before the node's last Kill or Restart: they are dead,
-// and a test should not have to retry its first command after a restart.
-type nodePool struct {
-	*redis.Pool
-	addr string
-	gen  *atomic.Int64 // bumped by Kill and Restart
-}
-
-var (
-	_ redlock.Pool      = (*nodePool)(nil)
-	_ redlock.Addresser = (*nodePool)(nil)
-)
-
-// Addr returns the node's client address (its proxy).
-func (p *nodePool) Addr() string { return p.addr }
-
+// errStaleConn rejects a pooled connection opened before its node's last
+// Kill or Restart.
 var errStaleConn = errors.New("redlocktest: connection predates a node restart")
 
-func newNodePool(addr string) *nodePool {
-	p := &nodePool{addr: addr, gen: new(atomic.Int64)}
-	p.Pool = &redis.Pool{
-		MaxIdle:     64,
-		IdleTimeout: time.Minute,
-		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			gen := p.gen.Load()
-			c, err := redis.DialContext(ctx, "tcp", addr, redis.DialConnectTimeout(5*time.Second))
-			if err != nil {
-				return nil, err
-			}
-			return &genConn{Conn: c, gen: gen}, nil
-		},
-		TestOnBorrow: func(c redis.Conn, _ time.Time) error {
-			if gc, ok := c.(*genConn); ok && gc.gen != p.gen.Load() {
-				return errStaleConn
-			}
-			return nil
-		},
+// newNodePool returns the connection pool of one node: a plain *redis.Pool
+// made by redlock.NewPool (so the library knows its address and can dial
+// its own connections with it), whose idle connections opened before the
+// node's last Kill or Restart (gen, bumped by both) are dropped when they
+// are borrowed: they are dead, and a test should not have to retry its
+// first command after a restart.
+func newNodePool(addr string, gen *atomic.Int64) (*redis.Pool, error) {
+	p, err := redlock.NewPool("redis://" + addr)
+	if err != nil {
+		return nil, err
 	}
-	return p
+	dial := p.DialContext
+	p.MaxIdle = 64
+	p.IdleTimeout = time.Minute
+	p.DialContext = func(ctx context.Context) (redis.Conn, error) {
+		g := gen.Load()
+		c, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &genConn{Conn: c, gen: g}, nil
+	}
+	p.TestOnBorrow = func(c redis.Conn, _ time.Time) error {
+		if gc, ok := c.(*genConn); ok && gc.gen != gen.Load() {
+			return errStaleConn
+		}
+		return nil
+	}
+	return p, nil
 }
 
 // genConn is a connection tagged with the node generation it was opened in.
-// It forwards the context and timeout variants that redis.DoContext needs.
+// It forwards the context and timeout variants that redigo's helpers need.
 type genConn struct {
 	redis.Conn
 	gen int64
 }
+
+var (
+	_ redis.ConnWithContext = (*genConn)(nil)
+	_ redis.ConnWithTimeout = (*genConn)(nil)
+)
 
 func (c *genConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
 	return redis.DoContext(c.Conn, ctx, cmd, args...)

@@ -1,0 +1,16 @@
+// Package failover holds the Jepsen-style safety suite of the redlock
+// module; it has no API. Its tests run contending clients against five real
+// Redis nodes started by redlocktest (Docker containers in CI), inject
+// faults (kills, pauses, partitions, restarts without persistence, slow
+// nodes, lost replies, a crashed holder), and check every history with one
+// monotonic clock: the validity intervals of different holders of a lock
+// never overlap, a counter guarded by the lock loses no update, and failed
+// attempts leave no keys behind. Deliberately broken Redlock variants,
+// built inside the tests, show that the checks catch what they must.
+//
+// Run it with
+//
+//	REDLOCKTEST_BACKEND=docker go test -race ./failover/
+//
+// and -short for a quicker subset. docs/SAFETY.md has the figures of a run.
+package failover
