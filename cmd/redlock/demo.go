@@ -153,7 +153,14 @@ func (d *demo) newWorker(id int) (*demoWorker, error) {
 		w.pools = append(w.pools, cp)
 		pools[i] = cp
 	}
-	f, err := redlock.NewFactory(pools, redlock.WithTTL(demoTTL), redlock.WithRetryDelay(demoRetryDelay))
+	opts := []redlock.Option{redlock.WithTTL(demoTTL), redlock.WithRetryDelay(demoRetryDelay)}
+	if d.emb == nil {
+		// A configured node is cut off, not killed: every command must
+		// borrow a connection from the cuttable pool, so no pipelined
+		// connection may outlive the cut.
+		opts = append(opts, redlock.WithPipelining(false))
+	}
+	f, err := redlock.NewFactory(pools, opts...)
 	if err != nil {
 		w.close()
 		return nil, classify(err)
@@ -278,9 +285,7 @@ func (d *demo) turn(w *demoWorker, l *redlock.Lock, validity, work time.Duration
 	d.counter.Store(v + 1)
 	end := time.Since(d.t0)
 	rec := turnRecord{worker: w.id, start: start, end: end, lost: l.Err()}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	_ = l.Release(ctx)
-	cancel()
+	_ = l.Release(context.Background()) // see runCmd.release
 	d.mu.Lock()
 	d.turns = append(d.turns, rec)
 	show := d.shown > 0

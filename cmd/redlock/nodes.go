@@ -140,6 +140,10 @@ func openCluster(urls []string, opts ...redlock.Option) (*cluster, error) {
 		c.addrs = append(c.addrs, hostOf(u))
 		pools = append(pools, p)
 	}
+	// One-shot commands gain nothing from pipelining, and with it a
+	// release decided at quorum may leave its last node's DEL queued when
+	// the factory closes: on the pool path Close waits for every node.
+	opts = append([]redlock.Option{redlock.WithPipelining(false)}, opts...)
 	f, err := redlock.NewFactory(pools, opts...)
 	if err != nil {
 		c.close()

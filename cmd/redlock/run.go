@@ -15,9 +15,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// releaseTimeout bounds the release of the lock after the command exits.
-const releaseTimeout = 5 * time.Second
-
 // forwarded are the signals redlock passes on to the command's group.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
@@ -188,19 +185,15 @@ func noNodesError() error {
 // acquire takes the lock, waiting as the flags say. A forwarded signal
 // during the wait ends redlock as that signal would (128+n).
 func (r *runCmd) acquire(ctx context.Context, c *cluster, name string, sigs <-chan os.Signal) (*redlock.Lock, error) {
-	var lock *redlock.Lock
-	var try func(context.Context) (time.Duration, error)
-	actx, cancel := ctx, context.CancelFunc(func() {})
+	lock := c.factory.NewLock(name)
+	try := lock.Acquire
+	actx, cancel := context.WithCancel(ctx)
 	switch {
 	case r.noWait:
 		lock = c.factory.NewLock(name, redlock.WithRetryTimes(0))
 		try = lock.TryAcquire
-	case r.wait.forever:
-		lock = c.factory.NewLock(name)
-		try = lock.Acquire
-	default:
-		lock = c.factory.NewLock(name)
-		try = lock.Acquire
+	case !r.wait.forever:
+		cancel()
 		actx, cancel = context.WithTimeout(ctx, r.wait.d)
 	}
 	defer cancel()
@@ -289,10 +282,13 @@ func (r *runCmd) supervise(ch *child, lock *redlock.Lock, sigs <-chan os.Signal)
 
 // release releases the lock after the command; a failure is a warning, as
 // the keys expire with the TTL anyway.
+//
+// The context is not cancelled when Release returns: Release returns once a
+// quorum answered, and the delete on the remaining nodes goes on with the
+// caller's context (bounded by the node timeout) until Factory.Close waits
+// for it.
 func (r *runCmd) release(lock *redlock.Lock) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	if err := lock.Release(ctx); err != nil {
+	if err := lock.Release(context.Background()); err != nil {
 		fmt.Fprintf(r.stderr, "redlock: warning: release of %q failed, its keys expire within the TTL: %s\n",
 			lock.Name(), strings.TrimPrefix(errorLine(err, ""), "redlock: "))
 		return
