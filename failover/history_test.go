@@ -314,7 +314,7 @@ type workload struct {
 	// section, when set, is the critical section instead of hold and
 	// witness; end is where the holder's validity ends.
 	section func(name string, end time.Duration, rng *rand.Rand)
-	target     int  // stop after this many successes (0: only when stopped)
+	target  int // stop after this many successes (0: only when stopped)
 }
 
 // start runs the workload until stop is called or the target is reached.

@@ -35,35 +35,35 @@ func (s *suite) checkerSensitivity(t *testing.T) {
 			{"library", libLockers(factory(t, pools, redlock.WithTTL(ttl))), false},
 			{"reference", refLockers(&ok, pools), false},
 			{"quorum N/2", refLockers(&bad, pools), true},
-		}, func(t *testing.T, lockers func(string) locker, lock string) *history {
+		}, func(t *testing.T, lockers func(string) locker, lock string, broken bool) *history {
 			h := newHistory()
-			run(workload{clients: 12, names: []string{lock}, newLocker: lockers,
+			runSensitive(workload{clients: 12, names: []string{lock}, newLocker: lockers,
 				retryDelay: 20 * time.Millisecond, hold: holdUniform(2 * time.Millisecond), witness: true},
-				h, s.dur(2*time.Second, 1500*time.Millisecond))
+				h, s.dur(2*time.Second, 1500*time.Millisecond), broken)
 			return h
 		})
 	})
 	t.Run("plain_DEL", func(t *testing.T) {
 		// A holder that overran its validity deletes its successor's key.
-		const ttl = 100 * time.Millisecond
-		ok := refConfig{ttl: ttl, nodeTimeout: 50 * time.Millisecond, driftFactor: 0.01, quorum: 3}
+		const ttl, nodeTimeout = 300 * time.Millisecond, 100 * time.Millisecond
+		ok := refConfig{ttl: ttl, nodeTimeout: nodeTimeout, driftFactor: 0.01, quorum: 3}
 		bad := ok
 		bad.plainDEL = true
 		overrun := func(r *rand.Rand) time.Duration {
 			if r.IntN(4) == 0 {
-				return ttl + 30*time.Millisecond
+				return ttl + 50*time.Millisecond
 			}
 			return time.Millisecond
 		}
 		s.sensitivity(t, "release with plain DEL", []subject{
-			{"library", libLockers(factory(t, pools, redlock.WithTTL(ttl))), false},
+			{"library", libLockers(factory(t, pools, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))), false},
 			{"reference", refLockers(&ok, pools), false},
 			{"plain DEL", refLockers(&bad, pools), true},
-		}, func(t *testing.T, lockers func(string) locker, lock string) *history {
+		}, func(t *testing.T, lockers func(string) locker, lock string, broken bool) *history {
 			h := newHistory()
-			run(workload{clients: 8, names: []string{lock}, newLocker: lockers,
+			runSensitive(workload{clients: 8, names: []string{lock}, newLocker: lockers,
 				retryDelay: 2 * time.Millisecond, hold: overrun, witness: true},
-				h, s.dur(2500*time.Millisecond, 1500*time.Millisecond))
+				h, s.dur(2500*time.Millisecond, 1500*time.Millisecond), broken)
 			return h
 		})
 	})
@@ -71,10 +71,11 @@ func (s *suite) checkerSensitivity(t *testing.T) {
 		// Every node's clock runs 5% fast: keys expire 5% early. The drift
 		// allowance (5% + 2 ms here) covers exactly that; without it a
 		// holder outlives its keys.
-		const ttl, factor = 500 * time.Millisecond, 0.05
+		const ttl, factor, nodeTimeout = 500 * time.Millisecond, 0.05, 100 * time.Millisecond
 		fast := fastClock(pools, func(ms int64) int64 { return ms - int64(float64(ms)*factor) })
 		// The fault is real: a key set through these pools lives 5% less.
-		probe := libLockers(factory(t, fast, redlock.WithTTL(ttl), redlock.WithDriftFactor(factor)))("s10:probe")
+		lib := libLockers(factory(t, fast, redlock.WithTTL(ttl), redlock.WithDriftFactor(factor), redlock.WithNodeTimeout(nodeTimeout)))
+		probe := lib("s10:probe")
 		if _, err := probe.acquire(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -82,18 +83,18 @@ func (s *suite) checkerSensitivity(t *testing.T) {
 			t.Fatalf("PTTL through a fast-clock pool = %d, %v; want at most 475", ms, err)
 		}
 		_ = probe.release(context.Background())
-		ok := refConfig{ttl: ttl, nodeTimeout: 50 * time.Millisecond, driftFactor: factor, quorum: 3}
+		ok := refConfig{ttl: ttl, nodeTimeout: nodeTimeout, driftFactor: factor, quorum: 3}
 		bad := ok
 		bad.noDrift = true
 		s.sensitivity(t, "no drift subtraction", []subject{
-			{"library", libLockers(factory(t, fast, redlock.WithTTL(ttl), redlock.WithDriftFactor(factor))), false},
+			{"library", lib, false},
 			{"reference", refLockers(&ok, fast), false},
 			{"no drift", refLockers(&bad, fast), true},
-		}, func(t *testing.T, lockers func(string) locker, lock string) *history {
+		}, func(t *testing.T, lockers func(string) locker, lock string, broken bool) *history {
 			h := newHistory()
-			run(workload{clients: 8, names: []string{lock}, newLocker: lockers,
+			runSensitive(workload{clients: 8, names: []string{lock}, newLocker: lockers,
 				retryDelay: time.Millisecond, expire: true, witness: true},
-				h, s.dur(3*time.Second, 2*time.Second))
+				h, s.dur(3*time.Second, 2*time.Second), broken)
 			return h
 		})
 	})
@@ -107,7 +108,7 @@ func (s *suite) checkerSensitivity(t *testing.T) {
 			{"library", libLockers(factory(t, pools, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))), false},
 			{"reference", refLockers(&ok, pools), false},
 			{"no elapsed", refLockers(&bad, pools), true},
-		}, func(t *testing.T, lockers func(string) locker, lock string) *history {
+		}, func(t *testing.T, lockers func(string) locker, lock string, broken bool) *history {
 			return s.slowThenFast(t, lockers, lock, s.pick(4, 3))
 		})
 	})
@@ -115,12 +116,12 @@ func (s *suite) checkerSensitivity(t *testing.T) {
 
 // sensitivity runs trigger for every subject and checks the verdicts.
 func (s *suite) sensitivity(t *testing.T, variant string, subjects []subject,
-	trigger func(t *testing.T, lockers func(string) locker, lock string) *history) {
+	trigger func(t *testing.T, lockers func(string) locker, lock string, broken bool) *history) {
 	t.Helper()
 	for _, sub := range subjects {
 		start := time.Now()
 		lock := fmt.Sprintf("s10:%s:%s", variant, sub.name)
-		h := trigger(t, sub.lockers, lock)
+		h := trigger(t, sub.lockers, lock, sub.broken)
 		r := h.figures(fmt.Sprintf("10 sensitivity: %s, %s", variant, sub.name), 0)
 		r.Backend, r.Wall = string(s.c.Backend()), time.Since(start)
 		flagged := r.Overlaps > 0 || r.LostUpdates > 0
@@ -142,6 +143,25 @@ func (s *suite) sensitivity(t *testing.T, variant string, subjects []subject,
 			t.Errorf("%s, %s: flagged (%d overlaps, %d lost updates)", variant, sub.name, r.Overlaps, r.LostUpdates)
 		case sub.broken && r.Successes == 0:
 			t.Errorf("%s: no acquisitions", variant)
+		}
+	}
+}
+
+// runSensitive runs a workload for d. A broken subject runs until the
+// checks flag it, for at most 3d, so that a slow machine only makes it
+// slower; a correct one runs exactly d.
+func runSensitive(w workload, h *history, d time.Duration, broken bool) {
+	if !broken {
+		run(w, h, d)
+		return
+	}
+	stop, _ := w.start(h)
+	defer stop()
+	deadline := time.Now().Add(3 * d)
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		if len(h.overlaps()) > 0 || h.lostUpdates() > 0 {
+			return
 		}
 	}
 }
