@@ -32,7 +32,7 @@ func (c *Cluster) NewClient() *Client {
 	defer c.mu.Unlock()
 	cl := &Client{c: c, name: fmt.Sprintf("client%d", len(c.clients)+1)}
 	for i, p := range c.proxies {
-		fp, err := newFaultProxy(c.srv, fmt.Sprintf("%s-node%d", cl.name, i), p.p.Upstream)
+		fp, err := newFaultProxy(p.target())
 		if err != nil {
 			cl.close()
 			c.tb.Fatalf("redlocktest: NewClient: node %d: %v", i, err)
@@ -113,7 +113,7 @@ func (cl *Client) Delay(i int, d time.Duration) {
 	if d < 0 {
 		cl.fail("Delay", i, fmt.Errorf("negative delay %v", d))
 	}
-	if err := cl.proxies[i].delay(d); err != nil {
+	if err := cl.proxies[i].setDelay(d); err != nil {
 		cl.fail("Delay", i, err)
 	}
 }
@@ -122,7 +122,7 @@ func (cl *Client) Delay(i int, d time.Duration) {
 func (cl *Client) CutReplies(i int) {
 	cl.c.tb.Helper()
 	cl.check("CutReplies", i)
-	if err := cl.proxies[i].cutReplies(); err != nil {
+	if err := cl.proxies[i].cut(); err != nil {
 		cl.fail("CutReplies", i, err)
 	}
 }

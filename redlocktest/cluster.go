@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/gomodule/redigo/redis"
 	"github.com/ory/dockertest/v3"
 
@@ -54,7 +53,6 @@ const (
 type Cluster struct {
 	tb      testing.TB
 	backend backend
-	srv     *toxiproxy.ApiServer
 	proxies []*faultProxy
 	pools   []*redis.Pool
 	gens    []*atomic.Int64 // per node, bumped by Kill and Restart
@@ -79,7 +77,7 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 	if cfg.startTimeout <= 0 {
 		tb.Fatalf("redlocktest: start timeout %v is not positive", cfg.startTimeout)
 	}
-	c := &Cluster{tb: tb, srv: newProxyServer()}
+	c := &Cluster{tb: tb}
 	c.backend = chooseBackend(tb, cfg)
 	tb.Cleanup(c.close)
 	for i := 0; i < n; i++ {
@@ -87,7 +85,7 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 		if err != nil {
 			tb.Fatalf("redlocktest: start node %d on the %s backend: %v", i, c.backend.name(), err)
 		}
-		p, err := newFaultProxy(c.srv, fmt.Sprintf("node%d", i), addr)
+		p, err := newFaultProxy(addr)
 		if err != nil {
 			tb.Fatalf("redlocktest: node %d: %v", i, err)
 		}
@@ -365,7 +363,7 @@ func (c *Cluster) Delay(i int, d time.Duration) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.proxies[i].delay(d); err != nil {
+	if err := c.proxies[i].setDelay(d); err != nil {
 		c.fail("Delay", i, err)
 	}
 }
@@ -379,7 +377,7 @@ func (c *Cluster) CutReplies(i int) {
 	c.check("CutReplies", i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.proxies[i].cutReplies(); err != nil {
+	if err := c.proxies[i].cut(); err != nil {
 		c.fail("CutReplies", i, err)
 	}
 }

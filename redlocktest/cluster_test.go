@@ -183,6 +183,13 @@ func TestFaults(t *testing.T) {
 				if got := time.Since(start); got < 2*d {
 					t.Fatalf("PING with a %v delay took %v", 2*d, got)
 				}
+				// Clients that give up before their delayed replies arrive
+				// leave nothing running behind them (TestMain checks).
+				for k := 0; k < 5; k++ {
+					if _, err := do(c, 0, 50*time.Millisecond, "PING"); !isTimeout(err) {
+						t.Fatalf("PING with a 50ms deadline and a %v delay: %v, want a timeout", 2*d, err)
+					}
+				}
 				c.Delay(0, 0)
 			})
 
@@ -404,7 +411,7 @@ func TestHelpersFail(t *testing.T) {
 
 // withTB returns a view of c that reports to tb; it shares c's nodes.
 func withTB(c *Cluster, tb testing.TB) *Cluster {
-	return &Cluster{tb: tb, backend: c.backend, srv: c.srv, proxies: c.proxies, pools: c.pools, gens: c.gens, state: c.state}
+	return &Cluster{tb: tb, backend: c.backend, proxies: c.proxies, pools: c.pools, gens: c.gens, state: c.state}
 }
 
 // TestSkipWhenNothingAvailable: with no Docker engine and no redis-server,

@@ -35,13 +35,13 @@
 //
 // # Faults
 //
-// Every node sits behind a fault-injecting TCP proxy (an embedded
-// github.com/Shopify/toxiproxy/v2) on a fixed loopback address. Clients only
-// ever see the proxy, so a node's address survives Restart, and Partition,
-// Delay and CutReplies behave the same on both backends. Kill, Restart,
-// Pause and Unpause act on the node itself. Cluster.NewClient gives one
-// client proxies of its own, for asymmetric faults: a lock holder cut off
-// from the majority while its competitors still reach it.
+// Every node sits behind a fault-injecting TCP proxy, run inside the test
+// process, on a fixed loopback address. Clients only ever see the proxy, so
+// a node's address survives Restart, and Partition, Delay and CutReplies
+// behave the same on both backends. Kill, Restart, Pause and Unpause act on
+// the node itself. Cluster.NewClient gives one client proxies of its own,
+// for asymmetric faults: a lock holder cut off from the majority while its
+// competitors still reach it.
 //
 // Every fault method fails the test with a message naming the node and the
 // backend when it cannot do its job, and must be called from the test's

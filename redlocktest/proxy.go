@@ -1,115 +1,277 @@
 package redlocktest
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"net"
+	"sync"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 )
 
-// Names of the toxics a faultProxy installs.
-const (
-	toxicPartitionUp   = "partition_up"
-	toxicPartitionDown = "partition_down"
-	toxicDelay         = "delay"
-	toxicCutReplies    = "cut_replies"
-)
-
-// faultProxy is an embedded toxiproxy listening on a fixed loopback address
-// in front of one node. Clients always dial the proxy, so the address they
-// know survives a restart that moves the node, and network faults behave
-// the same whatever runs the node.
+// faultProxy is a TCP proxy on a fixed loopback address in front of one
+// node. Clients always dial the proxy, so the address they know survives a
+// restart that moves the node, and network faults behave the same whatever
+// runs the node.
+//
+// It is written here rather than taken from toxiproxy: the only toxiproxy
+// release the module proxy serves (v2.5.0) leaks a goroutine whenever a
+// connection closes while its latency toxic holds a reply (the toxic's send
+// to the next stage blocks forever), which the tests' leak check caught. This
+// proxy owns every goroutine it starts and close waits for all of them.
 type faultProxy struct {
-	p    *toxiproxy.Proxy
+	ln   net.Listener
 	addr string
+
+	mu          sync.Mutex
+	upstream    string
+	partitioned bool
+	delay       time.Duration
+	cutReplies  bool
+	conns       map[*proxyConn]struct{}
+	closed      bool
+	quit        chan struct{} // closed by close: cuts delays short
+
+	wg sync.WaitGroup // the accept loop and every connection's goroutines
 }
 
-// newProxyServer returns the toxiproxy server that owns a cluster's proxies.
-// It serves no HTTP API: the proxies are driven in-process.
-func newProxyServer() *toxiproxy.ApiServer {
-	return toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+// proxyConn is one client connection and its connection to the node.
+type proxyConn struct {
+	client, node net.Conn
+	once         sync.Once
+}
+
+// shut closes both sides, resetting them (no FIN, unsent data dropped).
+func (pc *proxyConn) shut() {
+	pc.once.Do(func() {
+		for _, c := range []net.Conn{pc.client, pc.node} {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = c.Close()
+		}
+	})
+}
+
+// chunk is a piece of a node's reply stream and when it arrived.
+type chunk struct {
+	data []byte
+	at   time.Time
 }
 
 // newFaultProxy starts a proxy on a free loopback port forwarding to upstream.
-func newFaultProxy(srv *toxiproxy.ApiServer, name, upstream string) (*faultProxy, error) {
-	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
+func newFaultProxy(upstream string) (*faultProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		return nil, fmt.Errorf("start proxy for %s: %w", upstream, err)
 	}
-	return &faultProxy{p: p, addr: p.Listen}, nil
+	p := &faultProxy{ln: ln, addr: ln.Addr().String(), upstream: upstream,
+		conns: map[*proxyConn]struct{}{}, quit: make(chan struct{})}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+func (p *faultProxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // a transient accept error
+			continue
+		}
+		p.mu.Lock()
+		upstream, closed := p.upstream, p.closed
+		p.mu.Unlock()
+		if closed {
+			client.Close()
+			return
+		}
+		node, err := net.DialTimeout("tcp", upstream, 2*time.Second)
+		if err != nil { // the node is down: the client sees its connection closed
+			client.Close()
+			continue
+		}
+		pc := &proxyConn{client: client, node: node}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			pc.shut()
+			return
+		}
+		p.conns[pc] = struct{}{}
+		p.wg.Add(3)
+		p.mu.Unlock()
+		replies := make(chan chunk, 256)
+		go p.pumpRequests(pc)
+		go p.pumpReplies(pc, replies)
+		go p.deliverReplies(pc, replies)
+	}
+}
+
+// faults returns the current fault settings.
+func (p *faultProxy) faults() (partitioned bool, delay time.Duration, cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.partitioned, p.delay, p.cutReplies
+}
+
+// forget drops a finished connection from the set.
+func (p *faultProxy) forget(pc *proxyConn) {
+	pc.shut()
+	p.mu.Lock()
+	delete(p.conns, pc)
+	p.mu.Unlock()
+}
+
+// pumpRequests copies the client's bytes to the node, dropping them while
+// the node is partitioned away.
+func (p *faultProxy) pumpRequests(pc *proxyConn) {
+	defer p.wg.Done()
+	defer p.forget(pc)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := pc.client.Read(buf)
+		if n > 0 {
+			if partitioned, _, _ := p.faults(); !partitioned {
+				if _, werr := pc.node.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// pumpReplies reads the node's replies and hands them to deliverReplies,
+// or resets the connection when replies are cut.
+func (p *faultProxy) pumpReplies(pc *proxyConn, out chan<- chunk) {
+	defer p.wg.Done()
+	defer close(out)
+	defer p.forget(pc)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := pc.node.Read(buf)
+		if n > 0 {
+			if _, _, cut := p.faults(); cut {
+				return // forget resets both sides: the command ran, its reply is lost
+			}
+			out <- chunk{data: append([]byte(nil), buf[:n]...), at: time.Now()}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// deliverReplies writes the replies to the client, each one no sooner than
+// the delay after it arrived, and drops them while partitioned. After a
+// write error it drains what is left, so pumpReplies never blocks.
+func (p *faultProxy) deliverReplies(pc *proxyConn, in <-chan chunk) {
+	defer p.wg.Done()
+	failed := false
+	for c := range in {
+		if failed {
+			continue
+		}
+		partitioned, delay, _ := p.faults()
+		if wait := time.Until(c.at.Add(delay)); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-p.quit:
+				t.Stop()
+			}
+			partitioned, _, _ = p.faults()
+		}
+		if partitioned {
+			continue
+		}
+		if _, err := pc.client.Write(c.data); err != nil {
+			failed = true
+			pc.shut()
+		}
+	}
+}
+
+// target returns the node's current address.
+func (p *faultProxy) target() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.upstream
 }
 
 // setUpstream points the proxy at a node's new address, keeping its own.
 // Open connections are closed, as a restart would close them anyway.
-func (f *faultProxy) setUpstream(upstream string) error {
-	if f.p.Upstream == upstream {
-		return nil
+func (p *faultProxy) setUpstream(upstream string) error {
+	p.mu.Lock()
+	p.upstream = upstream
+	open := make([]*proxyConn, 0, len(p.conns))
+	for pc := range p.conns {
+		open = append(open, pc)
 	}
-	err := f.p.Update(&toxiproxy.Proxy{Listen: f.addr, Upstream: upstream, Enabled: true})
-	if err != nil {
-		return fmt.Errorf("move proxy %s to %s: %w", f.addr, upstream, err)
-	}
-	return nil
-}
-
-// addToxic installs a toxic unless one of that name is there already.
-func (f *faultProxy) addToxic(name, typ, stream, attrs string) error {
-	if f.p.Toxics.GetToxic(name) != nil {
-		return nil
-	}
-	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
-	if _, err := f.p.Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
-		return fmt.Errorf("add %s fault on %s: %w", typ, f.addr, err)
-	}
-	return nil
-}
-
-// removeToxic removes a toxic if it is installed.
-func (f *faultProxy) removeToxic(name string) error {
-	if f.p.Toxics.GetToxic(name) == nil {
-		return nil
-	}
-	if err := f.p.Toxics.RemoveToxic(context.Background(), name); err != nil {
-		return fmt.Errorf("remove %s fault on %s: %w", name, f.addr, err)
+	p.mu.Unlock()
+	for _, pc := range open {
+		pc.shut()
 	}
 	return nil
 }
 
 // partition drops every byte in both directions, on open and new
 // connections alike, without closing anything.
-func (f *faultProxy) partition() error {
-	if err := f.addToxic(toxicPartitionUp, "timeout", "upstream", `{"timeout":0}`); err != nil {
-		return err
-	}
-	return f.addToxic(toxicPartitionDown, "timeout", "downstream", `{"timeout":0}`)
+func (p *faultProxy) partition() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partitioned = true
+	return nil
 }
 
 // delay holds back every reply by d; d <= 0 removes the delay.
-func (f *faultProxy) delay(d time.Duration) error {
-	if err := f.removeToxic(toxicDelay); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	return f.addToxic(toxicDelay, "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, d.Milliseconds()))
+func (p *faultProxy) setDelay(d time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = max(d, 0)
+	return nil
 }
 
-// cutReplies lets commands through but closes a connection as soon as the
-// node's reply reaches the proxy, instead of forwarding it.
-func (f *faultProxy) cutReplies() error {
-	return f.addToxic(toxicCutReplies, "reset_peer", "downstream", `{"timeout":0}`)
+// cut lets commands through but resets a connection as soon as the node's
+// reply reaches the proxy, instead of forwarding it.
+func (p *faultProxy) cut() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutReplies = true
+	return nil
 }
 
 // heal removes every fault.
-func (f *faultProxy) heal() {
-	f.p.Toxics.ResetToxics(context.Background())
+func (p *faultProxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.partitioned, p.delay, p.cutReplies = false, 0, false
 }
 
-// close stops the proxy and closes its connections.
-func (f *faultProxy) close() {
-	f.p.Stop()
+// close stops the proxy, closes its connections and waits for all of its
+// goroutines.
+func (p *faultProxy) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.quit)
+	open := make([]*proxyConn, 0, len(p.conns))
+	for pc := range p.conns {
+		open = append(open, pc)
+	}
+	p.mu.Unlock()
+	_ = p.ln.Close()
+	for _, pc := range open {
+		pc.shut()
+	}
+	p.wg.Wait()
 }
