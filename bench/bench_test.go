@@ -71,6 +71,11 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("goals %d, machine %+v, versions %v", len(rep.Goals), rep.Machine, rep.Versions)
 	}
 
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil || !bytes.Contains(md, []byte("Machine: ")) || !bytes.Contains(md, []byte("| W2 | redsync |")) {
+		t.Errorf("results.md: %v\n%s", err, md)
+	}
+
 	for _, name := range []string{"latency-w1-3.png", "latency-w3.png", "latency-w4.png", "throughput.png", "w5-allocs.png", "w6-keep.png"} {
 		b, err := os.ReadFile(filepath.Join(out, "charts", name))
 		if err != nil {

@@ -40,6 +40,9 @@ import (
 // slowRTT is what the delay proxy of W4 adds to every round trip.
 const slowRTT = 50 * time.Millisecond
 
+// poolSize bounds the connections of each pool per node.
+const poolSize = 256
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -183,9 +186,12 @@ func lockPools(ps []*redis.Pool) []redlock.Pool {
 	return out
 }
 
-// newPools returns one fresh redigo pool per address, the same for every
-// target: idle connections enough for the widest workload, so that no
-// target pays for dialling in the middle of a run.
+// newPools returns one fresh redigo pool per address, configured alike for
+// every target: idle connections enough for the widest workload, so that no
+// target pays for dialling in the middle of a run, and at most that many
+// connections, callers waiting for a free one (as a production pool would
+// be set up), so that thousands of concurrent commands do not storm the
+// node with dials.
 func newPools(addrs []string) ([]*redis.Pool, error) {
 	out := make([]*redis.Pool, len(addrs))
 	for i, a := range addrs {
@@ -193,7 +199,7 @@ func newPools(addrs []string) ([]*redis.Pool, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.MaxIdle = 256
+		p.MaxIdle, p.MaxActive, p.Wait = poolSize, poolSize, true
 		out[i] = p
 	}
 	return out, nil
@@ -212,6 +218,7 @@ type env struct {
 	rounds  int
 	bar     *progressbar.ProgressBar
 	targets []target
+	notes   []string // remarks for the report
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -259,6 +266,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		rep.add(w, results)
 	}
+	rep.Notes = append(rep.Notes, e.notes...)
 	_ = e.bar.Finish()
 	rep.finish(started, cfg.redisBin)
 
@@ -270,11 +278,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := rep.writeJSON(path); err != nil {
 		return err
 	}
+	if err := rep.writeMarkdown(filepath.Join(cfg.out, "results.md")); err != nil {
+		return err
+	}
 	charts, err := drawCharts(rep, filepath.Join(cfg.out, "charts"))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nwrote %s and %d charts in %s\n", path, len(charts), filepath.Join(cfg.out, "charts"))
+	fmt.Fprintf(stdout, "\nwrote %s, results.md and %d charts in %s\n", path, len(charts), filepath.Join(cfg.out, "charts"))
 	return nil
 }
 
@@ -367,6 +378,11 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 	out := make([]benchkit.Result, len(ts))
 	for i := range ts {
 		out[i] = benchkit.Merge(parts[i]...)
+		if rt, ok := built[i].(*redsyncTarget); ok {
+			if n, err := rt.extendFailures(); n > 0 {
+				e.notes = append(e.notes, fmt.Sprintf("%s %s: %d extensions failed; the first: %v", w.ID, ts[i].name, n, oneLine(err.Error())))
+			}
+		}
 	}
 	return out, nil
 }

@@ -21,7 +21,9 @@ import (
 // by default), Unlock is Mutex.UnlockContext.
 //
 // redsync has no autoextension, so a Keeper runs the loop a user would
-// write: one goroutine per held lock calling ExtendContext every TTL/2.
+// write: one goroutine per held lock calling ExtendContext every TTL/2,
+// retrying at the next tick after a failure, until the validity of the last
+// successful extension (Mutex.Until) has passed: the lock is then lost.
 //
 // With FailFast, UnlockContext returns at quorum while goroutines of the
 // call still read the Mutex's token, so the next LockContext on the same
@@ -34,6 +36,27 @@ type redsyncTarget struct {
 	opts  []redsync.Option
 	fresh bool // a new Mutex per Lock
 	bg    sync.WaitGroup
+
+	mu         sync.Mutex
+	extendErr  error // the first failed extension, for the report
+	extendErrs int
+}
+
+// noteExtendErr records a failed extension.
+func (t *redsyncTarget) noteExtendErr(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.extendErrs++
+	if t.extendErr == nil {
+		t.extendErr = err
+	}
+}
+
+// extendFailures returns how many extensions failed and the first error.
+func (t *redsyncTarget) extendFailures() (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.extendErrs, t.extendErr
 }
 
 var (
@@ -115,8 +138,9 @@ func (k *redsyncKeeper) Lock(ctx context.Context) error {
 	return nil
 }
 
-// extendLoop extends the lock every TTL/2 until Unlock, and marks it lost
-// when an extension fails.
+// extendLoop extends the lock every TTL/2 until Unlock. A failed extension
+// is retried at the next tick; once the validity of the last successful one
+// has passed, the lock is marked lost and the loop ends.
 func (k *redsyncKeeper) extendLoop() {
 	defer k.t.bg.Done()
 	defer close(k.done)
@@ -130,7 +154,14 @@ func (k *redsyncKeeper) extendLoop() {
 			ctx, cancel := context.WithTimeout(context.Background(), k.every)
 			ok, err := k.m.ExtendContext(ctx)
 			cancel()
-			if !ok || err != nil {
+			if ok && err == nil {
+				continue
+			}
+			if err == nil {
+				err = errors.New("redsync: extend reached no quorum")
+			}
+			k.t.noteExtendErr(err)
+			if !time.Now().Before(k.m.Until()) {
 				k.lost.Store(true)
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,7 +236,7 @@ func (r *report) printTables(w io.Writer) {
 				k.CPUSeconds, k.ServerCPUSeconds, k.CommandsPerSec, k.ScriptsPerSec, k.Goroutines, res.Errors)
 		}
 		fmt.Fprintln(w, "\ncommands/s: what the nodes ran during the hold, the commands inside scripts included (INFO commandstats);")
-		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2.")
+		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
 	}
 	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options):")
 	fmt.Fprintln(w)
@@ -294,4 +295,29 @@ func (r *report) allResults() []benchkit.Result {
 		out = append(out, w.Results...)
 	}
 	return out
+}
+
+// writeMarkdown writes the tables with the machine, the versions and the
+// command line, ready to paste into BENCHMARKS.md.
+func (r *report) writeMarkdown(path string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s, %.0f s, %d interleaved round(s) per workload; slow node: +%s per round trip.\n\n",
+		r.Started.Format(time.RFC3339), r.DurationSeconds, r.Rounds, r.SlowNodeRTT)
+	fmt.Fprintf(&b, "Command: `go run -C bench . %s`\n\n", strings.Join(r.Args, " "))
+	fmt.Fprintf(&b, "Machine: %d CPUs, %s, %s; %s; %s; load average at the end: %s\n\n",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.OS, r.Machine.Go, r.Machine.Redis, r.Machine.LoadAvg)
+	keys := make([]string, 0, len(r.Versions))
+	for k := range r.Versions {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b.WriteString("Versions:\n\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "- %s %s\n", k, r.Versions[k])
+	}
+	r.printTables(&b)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return nil
 }
