@@ -364,6 +364,7 @@ func (d *demo) longJob(ctx context.Context, w *demoWorker, job time.Duration, du
 			others = append(others, o)
 		}
 	}
+	d.waitFree(ctx)
 	l := w.f.NewLock(d.name)
 	validity, err := l.Acquire(ctx)
 	if err != nil {
@@ -395,6 +396,21 @@ func (d *demo) longJob(ctx context.Context, w *demoWorker, job time.Duration, du
 		d.at(), w.label(), "○", (rec.end - rec.start).Round(10*time.Millisecond),
 		float64(rec.end-rec.start)/float64(demoTTL), extensions, status)
 	return ctx.Err()
+}
+
+// waitFree waits (up to a second) until no node has the lock's key. A
+// release returns once a quorum deleted the key and the last node's delete
+// may still be under way; a lock taken then is held on a bare quorum of
+// nodes, and would not survive the node the demo is about to kill.
+func (d *demo) waitFree(ctx context.Context) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		in, err := d.watcher.f.Inspect(ctx, d.name)
+		if err == nil && !slices.ContainsFunc(in.Nodes, func(n redlock.NodeState) bool { return n.Token != "" }) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // watch polls the lock from the outside with Inspect and prints each

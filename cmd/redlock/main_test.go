@@ -91,12 +91,13 @@ func cli(t *testing.T, env []string, args ...string) result {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, EnvNodes+"=") || strings.HasPrefix(kv, "DBAAS_") || strings.HasPrefix(kv, "NO_COLOR=") {
+		if strings.HasPrefix(kv, EnvNodes+"=") || strings.HasPrefix(kv, "DBAAS_") || strings.HasPrefix(kv, "NO_COLOR=") || strings.HasPrefix(kv, "GORACE=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "NO_COLOR=1")
+	// A race-enabled binary sleeps 1 s before a zero exit by default.
+	return append(env, "NO_COLOR=1", "GORACE=atexit_sleep_ms=0")
 }
 
 // checkNoCrash fails on a Go stack trace or a data race report.

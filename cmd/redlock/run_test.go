@@ -324,8 +324,8 @@ func TestRunForwardsSignals(t *testing.T) {
 			script := `trap 'echo INT >> "$DIR/log"; exit 5' INT; trap 'echo TERM >> "$DIR/log"; exit 6' TERM; touch "$DIR/ready"; while :; do sleep 0.05; done`
 			cmd, stderr, exited := startRun(t, append(nodesEnv(c.URLs()), "DIR="+dir), "run", "sig", "--", "sh", "-c", script)
 			waitFor(t, 10*time.Second, "the command to start", func() bool { return fileExists(filepath.Join(dir, "ready")) })
-			if n := keyOnNodes(t, c, "sig"); n != 3 {
-				t.Fatalf("lock key on %d nodes while the command runs, want 3", n)
+			if n := keyOnNodes(t, c, "sig"); n < 2 {
+				t.Fatalf("lock key on %d nodes while the command runs, want a quorum", n)
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
