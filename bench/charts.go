@@ -93,15 +93,19 @@ func drawCharts(r *report, dir string) ([]string, error) {
 			if err != nil {
 				return paths, err
 			}
-			b, err := barPlot(w.ID+" Redis commands per second", "commands/s", w.Results, keep(func(k *benchkit.KeepResult) float64 { return k.CommandsPerSec }))
+			b, err := barPlot(w.ID+" Redis commands/s (in scripts too)", "commands/s", w.Results, keep(func(k *benchkit.KeepResult) float64 { return k.CommandsPerSec }))
 			if err != nil {
 				return paths, err
 			}
-			ps = []*plot.Plot{a, b}
+			c, err := barPlot(w.ID+" script calls/s (requests)", "EVAL+EVALSHA/s", w.Results, keep(func(k *benchkit.KeepResult) float64 { return k.ScriptsPerSec }))
+			if err != nil {
+				return paths, err
+			}
+			ps = []*plot.Plot{a, b, c}
 		default:
 			continue
 		}
-		if err := save(strings.ToLower(w.ID)+"-"+w.Kind+".png", tiles(ps, 2)); err != nil {
+		if err := save(strings.ToLower(w.ID)+"-"+w.Kind+".png", tiles(ps, len(ps))); err != nil {
 			return paths, err
 		}
 	}
@@ -129,7 +133,7 @@ func latencyPlot(w workloadReport) (*plot.Plot, error) {
 		{Value: 3, Label: "99.9"}, {Value: 4, Label: "99.99"}}
 	p.Legend.Top = true // the curves rise to the right: the top left is free
 	p.Legend.Left = true
-	maxNines := 0.0
+	maxNines, lo, hi := 0.0, math.Inf(1), 0.0
 	for i, res := range w.Results {
 		rec := pick(res)
 		if rec.Len() == 0 {
@@ -142,6 +146,7 @@ func latencyPlot(w workloadReport) (*plot.Plot, error) {
 			q := 1 - math.Pow(10, -x)
 			ms := float64(rec.Quantile(q)) / 1e6
 			pts = append(pts, plotter.XY{X: x, Y: math.Max(ms, 1e-3)})
+			lo, hi = math.Min(lo, pts[len(pts)-1].Y), math.Max(hi, pts[len(pts)-1].Y)
 		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
@@ -155,6 +160,11 @@ func latencyPlot(w workloadReport) (*plot.Plot, error) {
 	}
 	p.Add(plotter.NewGrid())
 	p.X.Min, p.X.Max = 0, math.Max(maxNines, 1)
+	if hi > 0 {
+		// Room above the curves for the legend in the top left corner.
+		span := math.Max(math.Log10(hi/lo), 1)
+		p.Y.Min, p.Y.Max = lo, hi*math.Pow(10, 0.7*span)
+	}
 	return p, nil
 }
 

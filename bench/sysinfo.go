@@ -46,7 +46,7 @@ func versions() map[string]string {
 		for _, d := range bi.Deps {
 			switch d.Path {
 			case "github.com/go-redsync/redsync/v4", "github.com/gomodule/redigo", "gonum.org/v1/plot",
-				"github.com/schollz/progressbar/v3", "github.com/Shopify/toxiproxy/v2", "github.com/google/uuid":
+				"github.com/schollz/progressbar/v3", "github.com/google/uuid":
 				v[d.Path] = d.Version
 			}
 		}
