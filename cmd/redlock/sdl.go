@@ -432,9 +432,11 @@ one key ("{ns},..."), sorted.`,
 func scanNamespaces(ctx context.Context, pools []*redis.Pool) ([]string, error) {
 	seen := map[string]struct{}{}
 	for _, p := range pools {
-		if err := scanPool(ctx, p, func(key string) {
-			if ns, _, ok := strings.Cut(strings.TrimPrefix(key, "{"), "},"); ok && strings.HasPrefix(key, "{") {
-				seen[ns] = struct{}{}
+		if err := scanPool(ctx, p, "{*},*", func(keys []string) {
+			for _, key := range keys {
+				if ns, _, ok := strings.Cut(strings.TrimPrefix(key, "{"), "},"); ok && strings.HasPrefix(key, "{") {
+					seen[ns] = struct{}{}
+				}
 			}
 		}); err != nil {
 			return nil, err
@@ -448,7 +450,9 @@ func scanNamespaces(ctx context.Context, pools []*redis.Pool) ([]string, error) 
 	return names, nil
 }
 
-func scanPool(ctx context.Context, p *redis.Pool, fn func(string)) error {
+// scanPool walks the keys of p matching pattern with SCAN, calling fn with
+// each batch.
+func scanPool(ctx context.Context, p *redis.Pool, pattern string, fn func([]string)) error {
 	conn, err := p.GetContext(ctx)
 	if err != nil {
 		return err
@@ -456,7 +460,7 @@ func scanPool(ctx context.Context, p *redis.Pool, fn func(string)) error {
 	defer conn.Close()
 	cursor := "0"
 	for {
-		vals, err := redis.Values(redis.DoContext(conn, ctx, "SCAN", cursor, "MATCH", "{*},*", "COUNT", 1000))
+		vals, err := redis.Values(redis.DoContext(conn, ctx, "SCAN", cursor, "MATCH", pattern, "COUNT", 1000))
 		if err != nil {
 			return err
 		}
@@ -467,8 +471,8 @@ func scanPool(ctx context.Context, p *redis.Pool, fn func(string)) error {
 		if err != nil {
 			return err
 		}
-		for _, k := range keys {
-			fn(k)
+		if len(keys) > 0 {
+			fn(keys)
 		}
 		if cursor, err = redis.String(vals[0], nil); err != nil {
 			return err
