@@ -112,7 +112,8 @@ func (b *dockerBackend) add(i int) (string, error) {
 	return b.waitReady(i)
 }
 
-// waitReady reads node i's published port and waits until it answers PING.
+// waitReady finds node i's address (its address on the cluster's network,
+// else its published port) and waits until it answers PING.
 func (b *dockerBackend) waitReady(i int) (string, error) {
 	id := b.nodes[i].Container.ID
 	deadline := time.Now().Add(b.cfg.startTimeout)
@@ -124,14 +125,27 @@ func (b *dockerBackend) waitReady(i int) (string, error) {
 		if !c.State.Running {
 			return "", fmt.Errorf("container %.12s is not running (exit code %d): %s", id, c.State.ExitCode, b.logs(id))
 		}
+		// The container's own address on the cluster's network is used when
+		// this host can route to it (Linux): it spares every connection the
+		// trip through Docker's userland port proxy, which cannot keep up
+		// with the connection churn of timeouts. Else the published port.
+		var addrs []string
+		if nw, ok := c.NetworkSettings.Networks[b.network.Network.Name]; ok && nw.IPAddress != "" {
+			addrs = append(addrs, net.JoinHostPort(nw.IPAddress, "6379"))
+		}
 		if addr, ok := publishedAddr(c); ok {
-			if err := ping(addr); err == nil {
+			addrs = append(addrs, addr)
+		}
+		for _, addr := range addrs {
+			if err = ping(addr); err == nil {
 				return addr, nil
-			} else if time.Now().After(deadline) {
-				return "", fmt.Errorf("container %.12s: no PONG on %s within %v: %v; its log:\n%s", id, addr, b.cfg.startTimeout, err, b.logs(id))
 			}
-		} else if time.Now().After(deadline) {
-			return "", fmt.Errorf("container %.12s: port %s not published within %v", id, redisPort, b.cfg.startTimeout)
+		}
+		if time.Now().After(deadline) {
+			if len(addrs) == 0 {
+				return "", fmt.Errorf("container %.12s: port %s not published within %v", id, redisPort, b.cfg.startTimeout)
+			}
+			return "", fmt.Errorf("container %.12s: no PONG on %v within %v: %v; its log:\n%s", id, addrs, b.cfg.startTimeout, err, b.logs(id))
 		}
 		time.Sleep(25 * time.Millisecond)
 	}

@@ -83,32 +83,40 @@ func (p *faultProxy) acceptLoop() {
 			continue
 		}
 		p.mu.Lock()
-		upstream, closed := p.upstream, p.closed
-		p.mu.Unlock()
-		if closed {
-			client.Close()
-			return
-		}
-		node, err := net.DialTimeout("tcp", upstream, 2*time.Second)
-		if err != nil { // the node is down: the client sees its connection closed
-			client.Close()
-			continue
-		}
-		pc := &proxyConn{client: client, node: node}
-		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			pc.shut()
+			client.Close()
 			return
 		}
-		p.conns[pc] = struct{}{}
-		p.wg.Add(3)
+		p.wg.Add(1)
 		p.mu.Unlock()
-		replies := make(chan chunk, 256)
-		go p.pumpRequests(pc)
-		go p.pumpReplies(pc, replies)
-		go p.deliverReplies(pc, replies)
+		go p.serve(client)
 	}
+}
+
+// serve connects a client to the node, in a goroutine of its own so that a
+// slow dial does not hold up other clients.
+func (p *faultProxy) serve(client net.Conn) {
+	defer p.wg.Done()
+	node, err := net.DialTimeout("tcp", p.target(), 2*time.Second)
+	if err != nil { // the node is down: the client sees its connection closed
+		client.Close()
+		return
+	}
+	pc := &proxyConn{client: client, node: node}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		pc.shut()
+		return
+	}
+	p.conns[pc] = struct{}{}
+	p.wg.Add(3)
+	p.mu.Unlock()
+	replies := make(chan chunk, 256)
+	go p.pumpRequests(pc)
+	go p.pumpReplies(pc, replies)
+	go p.deliverReplies(pc, replies)
 }
 
 // faults returns the current fault settings.
