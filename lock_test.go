@@ -102,7 +102,7 @@ func TestMutualExclusionGoroutines(t *testing.T) {
 func mutualExclusion(t *testing.T, opt redlock.Option) {
 	_, pools := cluster(t, 3)
 	ctx := ctxT(t, 60*time.Second)
-	f, err := redlock.NewFactory(pools, opt, redlock.WithTTL(5*time.Second), redlock.WithRetryDelay(5*time.Millisecond), redlock.WithAutoextend(false))
+	f, err := redlock.NewFactory(pools, opt, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithRetryDelay(5*time.Millisecond), redlock.WithAutoextend(false))
 	if err != nil {
 		t.Fatal(err)
 	}

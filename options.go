@@ -18,8 +18,11 @@ const (
 	// DefaultDriftFactor is the share of the TTL reserved for clock drift
 	// between nodes: 0.01, so drift = ttl*0.01 + 2 ms.
 	DefaultDriftFactor = 0.01
-	// minNodeTimeout and maxNodeTimeout bound the default node timeout.
-	minNodeTimeout = 50 * time.Millisecond
+	// minNodeTimeout and maxNodeTimeout bound the default node timeout. The
+	// floor is above the Redis specification's 5-50 ms because scheduling
+	// and GC pauses on a busy host exceed 50 ms, and a timeout that fires on
+	// a healthy node turns load into failed locks.
+	minNodeTimeout = 100 * time.Millisecond
 	maxNodeTimeout = time.Second
 )
 
@@ -79,7 +82,7 @@ func WithRetryDelay(d time.Duration) Option { return func(c *config) { c.retryDe
 func WithDriftFactor(f float64) Option { return func(c *config) { c.driftFactor = f } }
 
 // WithNodeTimeout bounds every command sent to one node, so that a dead or
-// hung node cannot stall an attempt. Default: 1% of the TTL, at least 50 ms
+// hung node cannot stall an attempt. Default: 1% of the TTL, at least 100 ms
 // and at most 1 s (1 s for the default TTL), and never above half the TTL.
 // It must be positive and below the TTL.
 func WithNodeTimeout(d time.Duration) Option {

@@ -12,8 +12,9 @@ import (
 // errPipelineClosed is the failure of calls made after the factory closed.
 var errPipelineClosed = errors.New("connection pipeline closed")
 
-// maxBatch bounds how many queued commands one flush writes.
-const maxBatch = 256
+// inflightCap is how many written commands a connection's reader can be
+// behind before the writer waits for it.
+const inflightCap = 1024
 
 // pcall is one command queued on a pipeline, for one node of a quorum
 // round. done is called exactly once and never blocks.
@@ -37,21 +38,29 @@ func (c *pcall) done(v any, err error) {
 }
 
 // pipeline multiplexes the commands of many concurrent lock operations on
-// one node over one connection taken from the node's pool. A writer
-// goroutine flushes whatever is queued as one batch; a reader goroutine
-// matches the replies in order. Nobody waits for a reply here: callers bound
-// their own wait with a timer and ignore a reply that comes after they left.
-// The connection is dropped when a reply is overdue by stall (the node hung),
-// failing the calls in flight, and dialled again for the next call.
+// one node over one connection taken from the node's pool. Commands are
+// written in the order they were sent, as batches: the first caller to find
+// nobody writing becomes the writer and flushes its command together with
+// whatever other callers queued meanwhile (flat combining), so there is no
+// hop through a writer goroutine. A reader goroutine matches the replies in
+// order. When there is no usable connection, a short-lived goroutine dials
+// one, so a caller never blocks on a dial. Nobody waits for a reply here:
+// callers bound their own wait and ignore a reply that comes after they
+// left. The connection is dropped when a reply is overdue by stall (the node
+// hung), failing the calls in flight, and dialled again for the next call.
 type pipeline struct {
 	pool  Pool
 	stall time.Duration
 	setup []string // scripts loaded on every new connection
-
-	queue chan *pcall
-	quit  chan struct{}
 	bg    *sync.WaitGroup
-	once  sync.Once // starts the writer on first use
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when writing ends
+	pending []*pcall   // sent, not yet written, in order
+	spare   []*pcall   // the other batch buffer, reused
+	writing bool       // a caller or the dialler is writing
+	cur     *pconn     // nil until dialled
+	closed  bool
 }
 
 // minStall is the least time a pipelined reply may be overdue before its
@@ -60,101 +69,131 @@ type pipeline struct {
 const minStall = 250 * time.Millisecond
 
 func newPipeline(pool Pool, nodeTimeout time.Duration, bg *sync.WaitGroup) *pipeline {
-	return &pipeline{
-		pool:  pool,
-		stall: max(nodeTimeout, minStall),
-		setup: scriptSources(),
-		queue: make(chan *pcall, 4*maxBatch),
-		quit:  make(chan struct{}),
-		bg:    bg,
-	}
+	p := &pipeline{pool: pool, stall: max(nodeTimeout, minStall), setup: scriptSources(), bg: bg}
+	p.idle = sync.NewCond(&p.mu)
+	return p
 }
 
-// send queues a command. It never blocks longer than ctx allows.
-func (p *pipeline) send(ctx context.Context, c *pcall) {
-	p.once.Do(func() {
-		p.bg.Add(1)
-		go func() {
-			defer p.bg.Done()
-			p.writeLoop()
-		}()
-	})
-	select {
-	case <-p.quit:
+// send queues a command and, if nobody is writing, writes the queue. It
+// never blocks on a dial.
+func (p *pipeline) send(_ context.Context, c *pcall) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		c.done(nil, errPipelineClosed)
 		return
-	default:
 	}
-	select {
-	case p.queue <- c:
-	case <-p.quit:
-		c.done(nil, errPipelineClosed)
-	case <-ctx.Done():
-		c.done(nil, ctx.Err())
+	p.pending = append(p.pending, c)
+	if p.writing {
+		p.mu.Unlock()
+		return
+	}
+	p.writing = true
+	if p.cur == nil || p.cur.broken() {
+		p.bg.Add(1)
+		go p.redial()
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.flush()
+}
+
+// flush writes the queue; the caller is the writer. A caller writes one
+// batch, which holds its own command, and hands what queued meanwhile to a
+// goroutine, so that no caller is kept writing for others.
+func (p *pipeline) flush() {
+	p.writeBatch()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) == 0 || p.closed {
+		p.writing = false
+		p.idle.Broadcast()
+		return
+	}
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		p.drain()
+	}()
+}
+
+// drain writes batches until the queue is empty.
+func (p *pipeline) drain() {
+	for {
+		p.mu.Lock()
+		if len(p.pending) == 0 || p.closed {
+			p.writing = false
+			p.idle.Broadcast()
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		p.writeBatch()
 	}
 }
 
-// close stops the writer, which fails what is still queued and closes the
+// writeBatch writes what is queued now, reusing the batch buffers.
+func (p *pipeline) writeBatch() {
+	p.mu.Lock()
+	batch, cur := p.pending, p.cur
+	p.pending, p.spare = p.spare[:0], nil
+	p.mu.Unlock()
+	cur.write(batch)
+	clear(batch)
+	p.mu.Lock()
+	p.spare = batch[:0]
+	p.mu.Unlock()
+}
+
+// redial replaces a missing or broken connection and writes the queue on
+// it; on failure it fails what is queued.
+func (p *pipeline) redial() {
+	defer p.bg.Done()
+	pc, err := p.dial()
+	p.mu.Lock()
+	if err == nil && p.closed {
+		err = errPipelineClosed
+	}
+	if err != nil {
+		batch := p.pending
+		p.pending = nil
+		p.writing = false
+		p.idle.Broadcast()
+		p.mu.Unlock()
+		for _, c := range batch {
+			c.done(nil, err)
+		}
+		if pc != nil {
+			pc.shutdown()
+		}
+		return
+	}
+	old := p.cur
+	p.cur = pc
+	p.mu.Unlock()
+	if old != nil {
+		old.shutdown()
+	}
+	p.drain()
+}
+
+// close fails what is queued, waits for a write in progress, and shuts the
 // connection. Calls sent afterwards fail at once.
 func (p *pipeline) close() {
-	p.once.Do(func() {}) // a writer never started stays so
-	close(p.quit)
-}
-
-// writeLoop owns the connection: it dials on demand, writes batches, and
-// hands the written calls to the reader of that connection.
-func (p *pipeline) writeLoop() {
-	var cur *pconn
-	defer func() {
-		if cur != nil {
-			cur.shutdown()
-		}
-		p.failQueued(errPipelineClosed)
-	}()
-	batch := make([]*pcall, 0, maxBatch)
-	for {
-		var first *pcall
-		select {
-		case first = <-p.queue:
-		case <-p.quit:
-			return
-		}
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case c := <-p.queue:
-				batch = append(batch, c)
-			default:
-				break drain
-			}
-		}
-		if cur != nil && cur.broken() {
-			cur.shutdown()
-			cur = nil
-		}
-		if cur == nil {
-			var err error
-			if cur, err = p.dial(); err != nil {
-				for _, c := range batch {
-					c.done(nil, err)
-				}
-				continue
-			}
-		}
-		cur.write(batch)
+	p.mu.Lock()
+	p.closed = true
+	for p.writing {
+		p.idle.Wait()
 	}
-}
-
-// failQueued fails every call still in the queue.
-func (p *pipeline) failQueued(err error) {
-	for {
-		select {
-		case c := <-p.queue:
-			c.done(nil, err)
-		default:
-			return
-		}
+	batch, cur := p.pending, p.cur
+	p.pending, p.cur = nil, nil
+	p.mu.Unlock()
+	for _, c := range batch {
+		c.done(nil, errPipelineClosed)
+	}
+	if cur != nil {
+		cur.shutdown()
 	}
 }
 
@@ -173,7 +212,7 @@ func (p *pipeline) dial() (*pconn, error) {
 			return nil, err
 		}
 	}
-	pc := &pconn{c: c, stall: p.stall, inflight: make(chan *pcall, 4*maxBatch), dead: make(chan struct{})}
+	pc := &pconn{c: c, stall: p.stall, inflight: make(chan *pcall, inflightCap), dead: make(chan struct{})}
 	pc.readerDone.Add(1)
 	go pc.readLoop()
 	return pc, nil
