@@ -122,7 +122,7 @@ type redsyncKeeper struct {
 	t     *redsyncTarget
 	m     *redsync.Mutex
 	every time.Duration
-	lost  atomic.Bool
+	lost  atomic.Pointer[error] // why the lock was lost
 	stop  chan struct{}
 	done  chan struct{}
 }
@@ -131,7 +131,7 @@ func (k *redsyncKeeper) Lock(ctx context.Context) error {
 	if err := k.m.LockContext(ctx); err != nil {
 		return err
 	}
-	k.lost.Store(false)
+	k.lost.Store(nil)
 	k.stop, k.done = make(chan struct{}), make(chan struct{})
 	k.t.bg.Add(1)
 	go k.extendLoop()
@@ -162,7 +162,8 @@ func (k *redsyncKeeper) extendLoop() {
 			}
 			k.t.noteExtendErr(err)
 			if !time.Now().Before(k.m.Until()) {
-				k.lost.Store(true)
+				lost := fmt.Errorf("redsync: lock %s expired; last extension: %w", k.m.Name(), err)
+				k.lost.Store(&lost)
 				return
 			}
 		}
@@ -179,4 +180,9 @@ func (k *redsyncKeeper) Unlock(ctx context.Context) error {
 	return unlock(ctx, k.m)
 }
 
-func (k *redsyncKeeper) Lost() bool { return k.lost.Load() }
+func (k *redsyncKeeper) Lost() error {
+	if p := k.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -250,6 +250,9 @@ func (r *report) printTables(w io.Writer) {
 		if res.FirstError != "" {
 			fmt.Fprintf(w, "\n%s %s: first error: %s", res.Workload, res.Target, oneLine(res.FirstError))
 		}
+		if res.Keep != nil && res.Keep.FirstLoss != "" {
+			fmt.Fprintf(w, "\n%s %s: first lock lost: %s", res.Workload, res.Target, oneLine(res.Keep.FirstLoss))
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s", n)

@@ -30,9 +30,9 @@ type Locker interface {
 // until Unlock (workload W6).
 type Keeper interface {
 	Locker
-	// Lost reports whether the implementation has detected that the lock
-	// was lost while held.
-	Lost() bool
+	// Lost returns nil while the lock is held, and why it was lost once
+	// the implementation has detected a loss.
+	Lost() error
 }
 
 // Target is one implementation under test.
@@ -205,8 +205,9 @@ type KeepResult struct {
 	Locks    int `json:"locks"`    // locks asked for
 	Acquired int `json:"acquired"` // locks taken
 	// Lost counts the locks detected lost during the hold or that could not
-	// be released on a quorum at its end.
-	Lost int `json:"lost"`
+	// be released on a quorum at its end; FirstLoss says why the first was.
+	Lost      int    `json:"lost"`
+	FirstLoss string `json:"first_loss,omitempty"`
 	// Hold is how long the locks were kept.
 	Hold time.Duration `json:"hold_ns"`
 	// CPUSeconds is the user+system CPU time of this process during the

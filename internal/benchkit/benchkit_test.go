@@ -180,6 +180,42 @@ func TestKeep(t *testing.T) {
 	}
 }
 
+// TestKeepCountsLosses deletes every key in the middle of the hold: each
+// lock must be reported lost, with a reason.
+func TestKeepCountsLosses(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ps := make([]redlock.Pool, 3)
+	for i, p := range c.Pools() {
+		ps[i] = p
+	}
+	w := benchkit.Workload{ID: "W6", Kind: benchkit.Keep, Locks: 20, TTL: 500 * time.Millisecond,
+		Duration: 2 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(700 * time.Millisecond) // acquired by then, well before the hold ends
+		for _, n := range c.Nodes {
+			conn, err := n.Pool().GetContext(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := conn.Do("FLUSHALL"); err != nil {
+				t.Error(err)
+			}
+			conn.Close()
+		}
+	}()
+	res, err := benchkit.Run(context.Background(), ours(t, ps), w)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := res.Keep; k == nil || k.Acquired != 20 || k.Lost != 20 || k.FirstLoss == "" {
+		t.Fatalf("after FLUSHALL: keep result %+v, want 20 of 20 lost with a reason", k)
+	}
+}
+
 func TestServerStatsCounts(t *testing.T) {
 	ps := pools(t, 3)
 	ctx := context.Background()

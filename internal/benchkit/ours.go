@@ -46,4 +46,4 @@ func (l ourLocker) Lock(ctx context.Context) error {
 
 func (l ourLocker) Unlock(ctx context.Context) error { return l.l.Release(ctx) }
 
-func (l ourLocker) Lost() bool { return l.l.Err() != nil }
+func (l ourLocker) Lost() error { return l.l.Err() }

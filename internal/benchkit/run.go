@@ -245,22 +245,31 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	kr.ScriptsPerSec = float64(kr.Scripts) / kr.Hold.Seconds()
 
 	var lost atomic.Int64
+	var firstLoss atomic.Pointer[string]
+	loss := func(err error) {
+		lost.Add(1)
+		msg := err.Error()
+		firstLoss.CompareAndSwap(nil, &msg)
+	}
 	relCtx := context.WithoutCancel(ctx)
 	forEach(func(i int) {
 		if !held[i] {
 			return
 		}
-		if keepers[i].Lost() {
-			lost.Add(1)
+		if err := keepers[i].Lost(); err != nil {
+			loss(err)
 			_ = keepers[i].Unlock(relCtx) // ends the keeper; the error is expected
 			return
 		}
 		if err := keepers[i].Unlock(relCtx); err != nil {
-			lost.Add(1)
+			loss(err)
 			fail(err)
 		}
 	})
 	kr.Lost = int(lost.Load())
+	if p := firstLoss.Load(); p != nil {
+		kr.FirstLoss = *p
+	}
 	res.Ops = int64(kr.Acquired)
 	res.OpsPerSec = float64(kr.Acquired) / res.Elapsed.Seconds()
 	res.Errors = errs
