@@ -115,6 +115,18 @@ func (h *history) hold(lock, holder string, start, end time.Duration) {
 	h.holds = append(h.holds, interval{lock: lock, holder: holder, start: start, end: end})
 }
 
+// held reports whether token was a holder's.
+func (h *history) held(token string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, iv := range h.holds {
+		if iv.holder == token {
+			return true
+		}
+	}
+	return false
+}
+
 // successCount is the number of successful acquires so far.
 func (h *history) successCount() int {
 	h.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -243,7 +244,11 @@ func (s *suite) minorityFaults(t *testing.T) {
 		if n == 0 {
 			t.Errorf("no acquisition while nodes %v were %s", p, kind)
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Commands a paused node queued run when it resumes, and a SET of an
+		// attempt abandoned long ago then holds its key for a TTL: a
+		// liveness cost Redlock accepts. Let such keys expire before the
+		// next window, so that each window measures its own fault.
+		time.Sleep(ttl)
 	}
 	stop()
 	r := h.figures("3 minority faults, rotating", w.clients)
@@ -394,8 +399,11 @@ func (s *suite) slowNode(t *testing.T) {
 	hf, hs := fast.figures("", 8), slowed.figures("", 8)
 
 	// A quorum slowed by less than the node timeout: every acquire takes at
-	// least that long, and its validity must say so.
+	// least that long, and its validity must say so. Up to 3 attempts each,
+	// as a connection the slow phase broke is dialled again on first use.
 	const lag = 60 * time.Millisecond
+	f = factory(t, s.c.Pools(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout), redlock.WithRetryTimes(2),
+		redlock.WithRetryDelay(time.Millisecond))
 	for i := range 3 {
 		s.c.Delay(i, lag)
 	}
@@ -437,52 +445,87 @@ func (s *suite) slowNode(t *testing.T) {
 
 // 8. Connection resets after the SET was sent (the node executes the
 // command, the client loses the reply): a failed attempt leaves no orphan
-// key once cleaned up, and never deletes another holder's key.
+// key once cleaned up, and never deletes another holder's key. It runs on
+// both of the library's connection paths: one shared pipelined connection
+// per node (the default) and a pool connection per command.
 func (s *suite) connectionResets(t *testing.T) {
+	for _, pipelined := range []bool{true, false} {
+		name := map[bool]string{true: "pipelined", false: "pool"}[pipelined]
+		t.Run(name, func(t *testing.T) { s.connectionResetsOn(t, name, pipelined) })
+	}
+}
+
+// setCalls is how many SET commands node i has executed.
+func (s *suite) setCalls(t *testing.T, i int) int64 {
+	t.Helper()
+	info, err := redis.String(s.do(i, "INFO", "commandstats"))
+	if err != nil {
+		t.Fatalf("INFO on node %d: %v", i, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_set:calls="); ok {
+			n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func (s *suite) connectionResetsOn(t *testing.T, path string, pipelined bool) {
 	start := time.Now()
-	f := factory(t, s.c.Pools(), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+	prefix := "s8:" + path + ":"
+	f := factory(t, s.c.Pools(), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(200*time.Millisecond),
+		redlock.WithPipelining(pipelined))
 	h := newHistory()
 	phase := func(lock string, d time.Duration) {
-		w := workload{clients: 8, names: []string{lock}, newLocker: libLockers(f),
-			retryDelay: 10 * time.Millisecond, hold: holdUniform(2 * time.Millisecond), witness: true}
+		w := workload{clients: 8, names: []string{prefix + lock}, newLocker: libLockers(f),
+			retryDelay: 50 * time.Millisecond, hold: holdUniform(2 * time.Millisecond), witness: true}
 		run(w, h, d)
 	}
+	var cutSets int64 // SETs executed by nodes whose replies were cut
+	cut := func(ns ...int) func() {
+		before := make([]int64, len(ns))
+		for k, i := range ns {
+			before[k] = s.setCalls(t, i)
+			s.c.CutReplies(i)
+		}
+		return func() {
+			for k, i := range ns {
+				s.c.Heal(i)
+				cutSets += s.setCalls(t, i) - before[k]
+			}
+		}
+	}
 	// A minority loses its replies: locks are still acquired and released.
-	s.c.CutReplies(0)
-	s.c.CutReplies(1)
-	phase("s8:minority", s.dur(2*time.Second, time.Second))
-	s.c.Heal(0)
-	s.c.Heal(1)
+	heal := cut(0, 1)
+	phase("minority", s.dur(2*time.Second, time.Second))
+	heal()
 	minority := h.successCount()
 
 	// A holder keeps its lock while a majority loses replies and others try.
-	holder := f.NewLock("s8:held")
+	holder := f.NewLock(prefix + "held")
 	if _, err := holder.TryAcquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var holds []int // the nodes the holder's key is on
 	for i := range nodes {
-		if v, err := redis.String(s.do(i, "GET", "s8:held")); err == nil && v == holder.Token() {
+		if v, err := redis.String(s.do(i, "GET", prefix+"held")); err == nil && v == holder.Token() {
 			holds = append(holds, i)
 		}
 	}
 	if len(holds) < 3 {
 		t.Fatalf("the holder's key is on nodes %v only", holds)
 	}
-	for i := range 3 {
-		s.c.CutReplies(i)
-	}
+	heal = cut(0, 1, 2)
 	before := h.successCount()
-	phase("s8:held", time.Second)
+	phase("held", time.Second)
 	stolen := h.successCount() - before
 	// Nobody holds this one: every attempt fails after setting keys.
-	phase("s8:free", time.Second)
+	phase("free", time.Second)
 	free := h.successCount() - before - stolen
-	for i := range 3 {
-		s.c.Heal(i)
-	}
+	heal()
 	for _, i := range holds {
-		v, err := redis.String(s.do(i, "GET", "s8:held"))
+		v, err := redis.String(s.do(i, "GET", prefix+"held"))
 		if err != nil || v != holder.Token() {
 			t.Errorf("node %d: the holder's key is %q, %v; a failed attempt deleted or replaced it", i, v, err)
 		}
@@ -491,20 +534,33 @@ func (s *suite) connectionResets(t *testing.T) {
 		t.Errorf("holder's release: %v", err)
 	}
 	_ = f.Close() // waits for the cleanups still running
-	orphans := 0
-	for i, ks := range s.keys(t, "s8:*") {
-		orphans += len(ks)
-		if len(ks) > 0 {
-			t.Errorf("node %d: orphan keys %v", i, ks)
+	orphans, stale := 0, 0
+	for i, ks := range s.keys(t, prefix+"*") {
+		for _, k := range ks {
+			if v, _ := redis.String(s.do(i, "GET", k)); k == prefix+"held" && v == holder.Token() {
+				// Left by the holder's successful Release on a node where
+				// its release command failed: not a failed attempt's key.
+				// It expires with the TTL (see the report of issue 4).
+				stale++
+				t.Logf("node %d: the released holder's key is still there", i)
+				continue
+			}
+			orphans++
+			v, _ := redis.String(s.do(i, "GET", k))
+			pttl, _ := redis.Int64(s.do(i, "PTTL", k))
+			t.Errorf("node %d: orphan key %s (token %s, pttl %dms, held by a holder: %v)", i, k, short(v), pttl, h.held(v))
 		}
 	}
-	r := h.figures("8 connection resets after SET", 8)
+	r := h.figures("8 connection resets after SET, "+path, 8)
 	r.Orphans = orphans
-	r.Note = fmt.Sprintf("%d acquisitions with 2 nodes losing replies; %d while another held the lock and 3 lost replies; %d of a free lock with 3 losing replies",
-		minority, stolen, free)
+	r.Note = fmt.Sprintf("%d SETs executed with their replies cut; %d acquisitions with 2 nodes losing replies; %d while another held the lock and 3 lost replies; %d of a free lock with 3 losing replies; %d keys left by the holder's successful Release",
+		cutSets, minority, stolen, free, stale)
 	s.finish(t, r, h, start)
 	if minority == 0 || stolen != 0 || free != 0 {
 		t.Errorf("acquisitions: %d with a minority cut (want > 0), %d stolen and %d without a quorum (want 0)", minority, stolen, free)
+	}
+	if cutSets == 0 {
+		t.Errorf("no SET reached a node whose replies were cut: the scenario tested nothing")
 	}
 }
 
