@@ -29,6 +29,7 @@ type extender struct {
 	idle    *sync.Cond // signalled when a batch is done
 	items   map[*holding]*extension
 	running bool
+	wakeAt  time.Time // when the sleeping loop wakes; zero while it works
 	kick    chan struct{}
 }
 
@@ -56,17 +57,19 @@ func (e *extender) schedule(l *Lock, h *holding, timeout time.Duration) {
 	}
 	x.plan(l.remaining(h) * 3 / 4)
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.items[h] = x
-	if !e.running {
+	switch {
+	case !e.running:
 		e.running = true
 		e.bg.Add(1)
 		go func() {
 			defer e.bg.Done()
 			e.loop()
 		}()
+	case !e.wakeAt.IsZero() && x.at.Before(e.wakeAt):
+		e.wake() // due before the loop would wake
 	}
-	e.mu.Unlock()
-	e.wake()
 }
 
 // unschedule stops autoextension of h. With wait, it also waits for a batch
@@ -79,19 +82,16 @@ func (e *extender) unschedule(h *holding, wait bool) {
 		return
 	}
 	delete(e.items, h)
+	if len(e.items) == 0 {
+		e.wake() // let the loop end
+	}
 	for wait && x.busy {
 		e.idle.Wait()
 	}
 }
 
-// scheduled reports whether h is being autoextended.
-func (e *extender) scheduled(h *holding) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, ok := e.items[h]
-	return ok
-}
-
+// wake interrupts the loop's sleep so that it looks at the schedule again:
+// it drops ended holdings and ends when none is left.
 func (e *extender) wake() {
 	select {
 	case e.kick <- struct{}{}:
@@ -120,6 +120,9 @@ func (e *extender) loop() {
 			case <-timer.C:
 			case <-e.kick:
 			}
+			e.mu.Lock()
+			e.wakeAt = time.Time{}
+			e.mu.Unlock()
 			continue
 		}
 		for start := 0; start < len(batch); start += maxExtendBatch {
@@ -159,6 +162,9 @@ func (e *extender) take() (batch []*extension, next time.Time, empty bool) {
 	if len(e.items) == 0 && len(batch) == 0 {
 		e.running = false
 		return nil, time.Time{}, true
+	}
+	if len(batch) == 0 {
+		e.wakeAt = next
 	}
 	return batch, next, false
 }

@@ -172,6 +172,7 @@ func (f *Factory) Close() error {
 	if f.wake != nil {
 		f.wake.close()
 	}
+	f.ext.wake() // drops lost holdings, so the extender ends
 	f.bg.Wait()
 	for _, p := range f.ownPools {
 		if err := p.Close(); err != nil {

@@ -195,6 +195,12 @@ func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, err
 	}
 	rw := l.newRetryWaiter()
 	defer rw.close()
+	if maxAttempts == 0 {
+		if err := rw.joinQueue(ctx); err != nil {
+			l.endAcquire()
+			return 0, notAcquired(ctx, nil)
+		}
+	}
 	var lastErr error
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
@@ -298,8 +304,8 @@ func (l *Lock) discardQueued(token string, r round) {
 	for _, rep := range r.replies {
 		refused[rep.node.index] = rep.err == nil && !rep.ok
 	}
-	cmd := &nodeCmd{script: discardScript, args: []any{1, l.name, token}, judge: judgeOne}
-	cmd.wire = scriptArgs(discardScript.Hash(), cmd.args)
+	cmd := &nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
+	cmd.wire = scriptArgs(releaseScript.Hash(), cmd.args)
 	sink := make(chan reply, len(l.fan.nodes))
 	for _, n := range l.fan.nodes {
 		if !refused[n.index] {
@@ -343,7 +349,7 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
 	defer cancel()
-	rep.node.run(cctx, nodeCmd{script: discardScript, args: []any{1, l.name, att.token}, judge: judgeOne})
+	rep.node.run(cctx, nodeCmd{script: releaseScript, args: []any{1, l.name, att.token}, judge: judgeOne})
 }
 
 // validity is what remains of the TTL after a round: ttl - elapsed - drift.
@@ -416,7 +422,9 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 	h.err = cause
 	h.att.state.Store(attemptReleased)
 	h.expiry.Stop()
-	l.ext.wake() // drops h from the schedule
+	if cause != nil {
+		l.ext.wake() // lost or closed: the schedule drops h now
+	}
 	close(h.done)
 	if l.owner != nil {
 		l.owner.track(l, false)
@@ -530,10 +538,31 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 	return cause
 }
 
-// releaseNodes runs the release script on every node, deciding at quorum.
+// releaseNodes runs the release script on every node, deciding at quorum,
+// and wakes the next local waiter of the lock, if any. On pipelined nodes
+// that happens as soon as the deletes are queued: a waiter's SET, queued
+// after them on the same connections, reaches every node after its delete,
+// so the handoff saves the release's round trip. On pool connections it
+// happens once a quorum released.
 func (l *Lock) releaseNodes(ctx context.Context, token string) round {
 	del := nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
-	return l.fan.run(ctx, del, false, nil)
+	w := l.waker()
+	if w != nil {
+		del.queued = func() { w.released(l.name, token) }
+	}
+	r := l.fan.run(ctx, del, false, nil)
+	if w != nil && !l.pipelined() && r.reached(l.cfg.quorum) {
+		w.released(l.name, token)
+	}
+	return r
+}
+
+// waker returns the factory's waker, or nil.
+func (l *Lock) waker() *waker {
+	if l.owner == nil {
+		return nil
+	}
+	return l.owner.wake
 }
 
 // CheckTimes asks every node for the remaining TTL of the lock's key and

@@ -42,6 +42,7 @@ type nodeCmd struct {
 	args   []any
 	judge  func(v any) reply // reads a reply that is not an error
 	wire   []any             // EVALSHA arguments, built once per round
+	queued func()            // if set, called once the command is queued on every (pipelined) node
 }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
@@ -67,7 +68,10 @@ type fanout struct {
 func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(reply)) round {
 	r := round{start: time.Now(), replies: make([]reply, 0, len(f.nodes)), all: f.nodes}
 	results := make(chan reply, len(f.nodes))
-	if cmd.script != nil && f.nodes[0].pipe != nil {
+	pipelined := f.nodes[0].pipe != nil // a factory's nodes are all one way
+	queued := cmd.queued
+	cmd.queued = nil
+	if cmd.script != nil && pipelined {
 		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
 	}
 	for _, n := range f.nodes {
@@ -86,6 +90,9 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 				after(rep)
 			}
 		}()
+	}
+	if queued != nil && pipelined { // pool connections give no order to rely on
+		queued()
 	}
 	timeout := time.NewTimer(f.nodeTimeout)
 	defer timeout.Stop()

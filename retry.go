@@ -16,26 +16,43 @@ const splitVoteShare = 20
 // sleeps until the holder's release is announced, falling back to that
 // random time capped by the time the key has left to live.
 type retryWaiter struct {
-	l    *Lock
-	w    *waker
-	in   *interest
-	stop func()
-	sig  <-chan struct{} // the release signal as it was before the attempt
+	l     *Lock
+	w     *waker
+	wt    *waiter   // nil until the first wait
+	in    *interest // the interest wt is queued in
+	stop  func()
+	heard bool // the last wait ended with a release notification
 }
 
 func (l *Lock) newRetryWaiter() *retryWaiter {
-	rw := &retryWaiter{l: l}
-	if l.owner != nil {
-		rw.w = l.owner.wake
-	}
-	return rw
+	return &retryWaiter{l: l, w: l.waker()}
 }
 
-// beforeAttempt takes the release signal before an attempt is sent, so that
-// a release announced while the attempt is under way is not missed.
+// joinQueue makes a blocking Acquire that finds local waiters of its lock
+// queue behind them before its first attempt, instead of barging in: the
+// lock is contended, and the waiters before it are woken first.
+func (rw *retryWaiter) joinQueue(ctx context.Context) error {
+	if rw.w == nil || !rw.w.queued(rw.l.name) {
+		return nil
+	}
+	rw.wt, rw.in, rw.stop = rw.w.watch(rw.l.name)
+	select {
+	case <-rw.in.ready:
+	default:
+		return nil // the queue has just emptied: attempt at once
+	}
+	rw.heard = true
+	return rw.wait(ctx, rand.N(rw.l.cfg.retryDelay+1))
+}
+
+// beforeAttempt drops a wake-up that came before the attempt, which the
+// attempt answers; one that comes while it is under way is kept.
 func (rw *retryWaiter) beforeAttempt() {
-	if rw.in != nil {
-		rw.sig = rw.w.next(rw.in)
+	if rw.wt != nil {
+		select {
+		case <-rw.wt.wake:
+		default:
+		}
 	}
 }
 
@@ -47,30 +64,60 @@ func (rw *retryWaiter) pause(ctx context.Context, r round) error {
 		return sleepCtx(ctx, jitter)
 	case r.oks > 0: // a split vote, not a holder
 		return sleepCtx(ctx, rand.N(rw.l.cfg.retryDelay/splitVoteShare+1))
-	case rw.in == nil:
-		// Subscribe, and retry at once when a node confirmed: a release
-		// before the subscription took effect would go unheard.
-		rw.in, rw.stop = rw.w.watch(rw.l.name)
-		t := time.NewTimer(rw.l.cfg.nodeTimeout)
-		defer t.Stop()
+	case rw.wt == nil:
+		// Queue, and once the subscription is confirmed retry at once
+		// unless it already was: a release between the failed attempt and
+		// the subscription would go unheard, while one announced to an
+		// existing queue woke the waiter before us, whose turn it is.
+		rw.wt, rw.in, rw.stop = rw.w.watch(rw.l.name)
 		select {
 		case <-rw.in.ready:
+			rw.heard = true // no need to ask the nodes on the first wait
+		default:
+			t := time.NewTimer(rw.l.cfg.nodeTimeout)
+			defer t.Stop()
+			select {
+			case <-rw.in.ready:
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return nil
+		}
+	}
+	// While notifications flow the holder is alive and will announce its
+	// release; only a waiter that heard nothing last time pays for asking
+	// the nodes how long the key has left, which caps its pause when the
+	// holder vanished without a release.
+	wait := jitter
+	if !rw.heard {
+		wait = min(jitter, rw.l.freeIn(ctx))
+	}
+	return rw.wait(ctx, wait)
+}
+
+// wait sleeps until the waiter is woken, d passes, or ctx ends. A waiter
+// that is not first in a queue that moves keeps its place instead of trying
+// out of turn when d passes.
+func (rw *retryWaiter) wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-rw.wt.wake:
+			rw.heard = true
+			return nil
 		case <-t.C:
+			if rw.w.turnPending(rw.in, rw.wt, rw.l.cfg.retryDelay) {
+				t.Reset(rand.N(rw.l.cfg.retryDelay + 1))
+				continue
+			}
+			rw.heard = false
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		return nil
 	}
-	wait := min(jitter, rw.l.freeIn(ctx))
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-rw.sig:
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
 }
 
 func (rw *retryWaiter) close() {

@@ -8,22 +8,16 @@ import "github.com/gomodule/redigo/redis"
 // they run with EVALSHA and fall back to EVAL on NOSCRIPT. All are created
 // with a variable key count: their arguments start with the number of keys.
 const (
-	// discardSrc deletes the key iff it holds the token: 1 if deleted, else
-	// 0. It is redlock_plus's release script, used to clean up after an
-	// attempt that failed, which nobody waits for.
-	discardSrc = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	return redis.call("DEL", KEYS[1])
-end
-return 0`
-
-	// releaseSrc is discardSrc that also announces the release on the lock's
-	// channel (releaseChannelPrefix + key), waking the Acquire calls that
-	// wait for it instead of polling.
+	// releaseSrc deletes the key iff it holds the token, and then announces
+	// the release with the token on the lock's channel (releaseChannelPrefix
+	// + key), waking the Acquire calls that wait for it instead of polling:
+	// 1 if deleted, else 0. It is redlock_plus's release script plus the
+	// announcement. Cleaning up after a failed attempt uses it too, since a
+	// waiter may be blocked by the partial keys being deleted.
 	releaseSrc = `
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
-	redis.call("PUBLISH", "` + releaseChannelPrefix + `" .. KEYS[1], "")
+	redis.call("PUBLISH", "` + releaseChannelPrefix + `" .. KEYS[1], ARGV[1])
 	return 1
 end
 return 0`
@@ -63,7 +57,6 @@ return 0`
 const releaseChannelPrefix = "redlock:released:"
 
 var (
-	discardScript    = newScript(discardSrc)
 	releaseScript    = newScript(releaseSrc)
 	extendScript     = newScript(extendSrc)
 	extendManyScript = newScript(extendManySrc)

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,10 +18,14 @@ const (
 )
 
 // waker lets the blocked Acquire calls of a factory sleep until a release of
-// their lock is announced, instead of polling. Release publishes on the
-// lock's channel on every node it deletes the key from; the waker holds one
-// subscriber connection per node, subscribed to the channels of the names
-// that have waiters, and wakes every waiter of a name when a message comes.
+// their lock is announced, instead of polling. Release publishes the
+// released token on the lock's channel on every node it deletes the key
+// from; the waker holds one subscriber connection per node, subscribed to
+// the channels of the names that have waiters. The local waiters of a name
+// queue in arrival order and each release wakes the first of them only (the
+// copies of one release from several nodes count once): it retries at once
+// while the others sleep on, so a handoff costs one attempt rather than a
+// stampede, and waiters are served roughly first come, first served.
 // Notifications are a hint: a waiter that hears nothing still retries after
 // its fallback pause.
 type waker struct {
@@ -36,10 +41,24 @@ type waker struct {
 
 // interest is the waiters of one lock name.
 type interest struct {
-	refs      int
-	signal    chan struct{} // closed at the next release, then replaced
+	queue     []*waiter     // in arrival order; the first is woken
+	recent    [4]string     // the releases last announced, to count each once
+	lastAt    time.Time     // when the last release was announced
 	ready     chan struct{} // closed once a node confirmed the subscription
 	readyOnce sync.Once
+}
+
+// waiter is one blocked Acquire. wake holds at most one pending wake-up.
+type waiter struct {
+	wake chan struct{}
+}
+
+// poke leaves a wake-up for the waiter unless one is pending.
+func (wt *waiter) poke() {
+	select {
+	case wt.wake <- struct{}{}:
+	default:
+	}
 }
 
 // subscriber is the pub/sub connection to one node, redialled when lost.
@@ -48,7 +67,7 @@ type subscriber struct {
 	dial func(ctx context.Context) (redis.Conn, error)
 	wait time.Duration // dial timeout
 
-	mu   sync.Mutex // serialises writes to conn and guards it
+	mu   sync.Mutex // guards conn; taken after the waker's mu, never before
 	conn redis.Conn
 }
 
@@ -82,17 +101,26 @@ func dialerOf(p Pool) func(ctx context.Context) (redis.Conn, error) {
 	return nil
 }
 
-// watch registers a waiter of name and returns its interest and the
-// function that unregisters it.
-func (w *waker) watch(name string) (*interest, func()) {
+// watch queues a waiter of name and returns it, the name's interest, and
+// the function that removes it. Subscription changes are written while w.mu
+// is held, so that they reach each node in the order of the map's changes: a
+// SUBSCRIBE can never be overtaken by the UNSUBSCRIBE of an earlier waiter.
+func (w *waker) watch(name string) (*waiter, *interest, func()) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	in := w.names[name]
-	fresh := in == nil
-	if fresh {
-		in = &interest{signal: make(chan struct{}), ready: make(chan struct{})}
+	if in == nil { // a new subscription: ready closes when a node confirms it
+		in = &interest{ready: make(chan struct{})}
 		w.names[name] = in
+		for _, s := range w.subs {
+			s.send("SUBSCRIBE", releaseChannelPrefix+name)
+		}
 	}
-	in.refs++
+	wt := &waiter{wake: make(chan struct{}, 1)}
+	if w.closed {
+		wt.poke()
+	}
+	in.queue = append(in.queue, wt)
 	if !w.started && !w.closed {
 		w.started = true
 		for _, s := range w.subs {
@@ -103,53 +131,72 @@ func (w *waker) watch(name string) (*interest, func()) {
 			}()
 		}
 	}
-	w.mu.Unlock()
-	if fresh {
-		for _, s := range w.subs {
-			s.send("SUBSCRIBE", releaseChannelPrefix+name)
-		}
-	}
-	return in, func() { w.unwatch(name, in) }
+	return wt, in, func() { w.unwatch(name, in, wt) }
 }
 
-func (w *waker) unwatch(name string, in *interest) {
+// queued reports whether name has local waiters.
+func (w *waker) queued(name string) bool {
 	w.mu.Lock()
-	in.refs--
-	last := in.refs == 0 && w.names[name] == in
-	if last {
-		delete(w.names, name)
+	defer w.mu.Unlock()
+	return w.names[name] != nil
+}
+
+// unwatch removes a waiter. A first waiter that leaves with a wake-up it did
+// not use (its Acquire ended otherwise) passes it to the next.
+func (w *waker) unwatch(name string, in *interest, wt *waiter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.Index(in.queue, wt)
+	if i < 0 {
+		return
 	}
-	w.mu.Unlock()
-	if last {
+	in.queue = slices.Delete(in.queue, i, i+1)
+	select {
+	case <-wt.wake:
+		if i == 0 && len(in.queue) > 0 {
+			in.queue[0].poke()
+		}
+	default:
+	}
+	if len(in.queue) == 0 && w.names[name] == in {
+		delete(w.names, name)
 		for _, s := range w.subs {
 			s.send("UNSUBSCRIBE", releaseChannelPrefix+name)
 		}
 	}
 }
 
-// next returns the channel closed by the next release of in's name, or a
-// closed one once the waker has closed.
-func (w *waker) next(in *interest) <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return closedDone
+// notify wakes the waiters of a released name.
+func (w *waker) notify(channel, token string) {
+	if name, ok := strings.CutPrefix(channel, releaseChannelPrefix); ok {
+		w.released(name, token)
 	}
-	return in.signal
 }
 
-// notify wakes the waiters of a released name.
-func (w *waker) notify(channel string) {
-	name, ok := strings.CutPrefix(channel, releaseChannelPrefix)
-	if !ok {
-		return
-	}
+// released wakes the first local waiter of name for the release of token;
+// the same release heard again (from another node, or from Redis after the
+// releasing lock of this factory announced it) counts once.
+func (w *waker) released(name, token string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if in := w.names[name]; in != nil {
-		close(in.signal)
-		in.signal = make(chan struct{})
+	in := w.names[name]
+	if in == nil || len(in.queue) == 0 || slices.Contains(in.recent[:], token) {
+		return
 	}
+	copy(in.recent[1:], in.recent[:])
+	in.recent[0] = token
+	in.lastAt = time.Now()
+	in.queue[0].poke()
+}
+
+// turnPending reports whether wt should keep waiting after its fallback
+// pause instead of trying out of turn: it is not first in the queue, and the
+// queue moved within the last within (its holders announce their releases,
+// so the first waiter will be woken).
+func (w *waker) turnPending(in *interest, wt *waiter, within time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.closed && len(in.queue) > 0 && in.queue[0] != wt && time.Since(in.lastAt) < within
 }
 
 // confirm records that a node subscribed to a name's channel.
@@ -163,27 +210,17 @@ func (w *waker) confirm(channel string) {
 	}
 }
 
-// channels lists the channels that must be subscribed.
-func (w *waker) channels() []any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]any, 0, len(w.names))
-	for name := range w.names {
-		out = append(out, releaseChannelPrefix+name)
-	}
-	return out
-}
-
 // close stops every subscriber and wakes every waiter, so that blocked
 // Acquire calls see the factory closed; the caller waits with bg.
 func (w *waker) close() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.closed = true
 	for _, in := range w.names {
-		close(in.signal)
-		in.signal = closedDone
+		for _, wt := range in.queue {
+			wt.poke()
+		}
 	}
-	w.mu.Unlock()
 	close(w.quit)
 	for _, s := range w.subs {
 		s.mu.Lock()
@@ -236,21 +273,24 @@ func (s *subscriber) loop() {
 	}
 }
 
-// attach makes c the connection and subscribes it to every watched channel.
-// It reports false when the waker has closed.
+// attach makes c the connection and subscribes it to every watched channel,
+// under the waker's lock like every other subscription change. It reports
+// false when the waker has closed.
 func (s *subscriber) attach(c redis.Conn) bool {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if s.w.closed {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case <-s.w.quit:
-		return false
-	default:
-	}
 	s.conn = c
-	if chans := s.w.channels(); len(chans) > 0 {
-		if c.Send("SUBSCRIBE", chans...) == nil {
-			c.Flush()
-		}
+	chans := make([]any, 0, len(s.w.names))
+	for name := range s.w.names {
+		chans = append(chans, releaseChannelPrefix+name)
+	}
+	if len(chans) > 0 && c.Send("SUBSCRIBE", chans...) == nil {
+		c.Flush()
 	}
 	return true
 }
@@ -261,7 +301,7 @@ func (s *subscriber) read(c redis.Conn) {
 	for {
 		switch v := psc.Receive().(type) {
 		case redis.Message:
-			s.w.notify(v.Channel)
+			s.w.notify(v.Channel, string(v.Data))
 		case redis.Subscription:
 			if v.Kind == "subscribe" {
 				s.w.confirm(v.Channel)
