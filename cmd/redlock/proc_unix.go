@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -89,6 +90,9 @@ func (c *child) wait() int {
 		case ws.Signaled():
 			return exitSignalBase + int(ws.Signal())
 		case ws.Stopped() && c.foreground && ws.StopSignal() == syscall.SIGTSTP:
+			// Suspended, the command would keep the lock (redlock goes on
+			// extending it) while doing nothing, with the terminal stuck.
+			fmt.Fprintln(os.Stderr, "\nredlock: a command that holds a lock cannot be suspended; resuming it")
 			c.signal(syscall.SIGCONT)
 		}
 	}
