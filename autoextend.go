@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ type extender struct {
 	idle    *sync.Cond // signalled when a batch is done
 	items   map[*holding]*extension
 	running bool
+	linger  bool      // keep the loop while idle (a factory's, until stop)
 	wakeAt  time.Time // when the sleeping loop wakes; zero while it works
 	kick    chan struct{}
 }
@@ -43,8 +45,8 @@ type extension struct {
 	busy  bool      // part of the batch in flight
 }
 
-func newExtender(nodes []*node, bg *sync.WaitGroup) *extender {
-	e := &extender{nodes: nodes, bg: bg, items: map[*holding]*extension{}, kick: make(chan struct{}, 1)}
+func newExtender(nodes []*node, bg *sync.WaitGroup, linger bool) *extender {
+	e := &extender{nodes: nodes, bg: bg, items: map[*holding]*extension{}, kick: make(chan struct{}, 1), linger: linger}
 	e.idle = sync.NewCond(&e.mu)
 	return e
 }
@@ -137,15 +139,15 @@ func (e *extender) loop() {
 	}
 }
 
+// idleWake is how long an idle lingering loop sleeps unless kicked.
+const idleWake = time.Hour
+
 // take returns the extensions due now (marked busy), or the time the next
-// one is due; empty means nothing is scheduled and the loop has ended.
+// one is due; empty means nothing is scheduled and the loop has ended. A
+// lingering loop does not end: it sleeps until kicked.
 func (e *extender) take() (batch []*extension, next time.Time, empty bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.items) == 0 {
-		e.running = false
-		return nil, time.Time{}, true
-	}
 	now := time.Now()
 	for h, x := range e.items {
 		if h.over.Load() || !x.until.IsZero() && x.at.After(x.until) {
@@ -160,13 +162,24 @@ func (e *extender) take() (batch []*extension, next time.Time, empty bool) {
 		}
 	}
 	if len(e.items) == 0 && len(batch) == 0 {
-		e.running = false
-		return nil, time.Time{}, true
+		if !e.linger {
+			e.running = false
+			return nil, time.Time{}, true
+		}
+		next = now.Add(idleWake)
 	}
 	if len(batch) == 0 {
 		e.wakeAt = next
 	}
 	return batch, next, false
+}
+
+// stop ends a lingering loop once nothing is scheduled.
+func (e *extender) stop() {
+	e.mu.Lock()
+	e.linger = false
+	e.mu.Unlock()
+	e.wake()
 }
 
 // extend sends one batch to every node and applies the outcome per lock.
@@ -205,29 +218,27 @@ func judgeList(n int) func(v any) reply {
 func (e *extender) apply(x *extension, r round, i int) {
 	l, h := x.l, x.h
 	var yes, no int
-	var quorumAt time.Time
-	var errs []error
-	for _, rep := range r.replies {
+	var yesAt [maxNodes]time.Duration
+	r.each(func(rep *reply) {
 		switch {
-		case rep.err != nil:
-			errs = append(errs, rep.err)
+		case rep.err != nil: // in r.errs
 		case rep.raw.([]int64)[i] == 1:
+			yesAt[yes] = rep.at
 			yes++
-			if yes == l.cfg.quorum {
-				quorumAt = rep.at
-			}
 		default:
 			no++
 		}
-	}
+	})
 	if yes >= l.cfg.quorum {
-		validity := l.cfg.ttl - quorumAt.Sub(r.start) - l.cfg.drift()
+		// The lock's validity counts to the quorum-th yes, as for one lock.
+		slices.Sort(yesAt[:yes])
+		validity := l.cfg.ttl - yesAt[l.cfg.quorum-1] - l.cfg.drift()
 		if validity > 0 && l.extended(h, r.start) == nil {
 			e.reschedule(x, validity*3/4)
 			return
 		}
 	}
-	sub := round{oks: yes, noes: no, errs: errs}
+	sub := round{oks: yes, noes: no, errs: r.errs}
 	if h.over.Load() {
 		return // released or lost meanwhile; take drops it
 	}

@@ -47,7 +47,7 @@ func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 			n.pipe = newPipeline(n.pool, check.nodeTimeout, &f.bg)
 		}
 	}
-	f.ext = newExtender(ns, &f.bg)
+	f.ext = newExtender(ns, &f.bg, true)
 	if check.wakeups {
 		f.wake = newWaker(ns, check.nodeTimeout, &f.bg)
 	}
@@ -172,7 +172,7 @@ func (f *Factory) Close() error {
 	if f.wake != nil {
 		f.wake.close()
 	}
-	f.ext.wake() // drops lost holdings, so the extender ends
+	f.ext.stop() // drops lost holdings and ends the extender
 	f.bg.Wait()
 	for _, p := range f.ownPools {
 		if err := p.Close(); err != nil {

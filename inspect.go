@@ -65,7 +65,10 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 	read := nodeCmd{script: inspectScript, args: []any{1, name}, judge: judgeValues}
 	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, bg: &f.bg}
 	r := fan.run(ctx, read, true, nil)
-	for _, rep := range r.replies {
+	for i, n := range f.nodes {
+		in.Nodes[i] = NodeState{Node: i, Addr: n.addr, Err: n.wrap(context.DeadlineExceeded)}
+	}
+	r.each(func(rep *reply) {
 		st := NodeState{Node: rep.node.index, Addr: rep.node.addr, Err: rep.err}
 		if rep.err == nil {
 			vals := rep.raw.([]any)
@@ -74,7 +77,7 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 			st.TTL = time.Duration(max(ms, 0)) * time.Millisecond
 		}
 		in.Nodes[rep.node.index] = st
-	}
+	})
 	counts := map[string][]time.Duration{}
 	for _, st := range in.Nodes {
 		if st.Token != "" {

@@ -66,7 +66,7 @@ const (
 type attempt struct {
 	token   string
 	state   atomic.Int32
-	counted []bool        // per node: its reply was part of the decision
+	counted uint64        // bit per node: its reply was part of the decision
 	decided chan struct{} // closed once state and counted are set
 }
 
@@ -83,7 +83,7 @@ func NewLock(name string, nodes []Pool, opts ...Option) (*Lock, error) {
 		return nil, err
 	}
 	bg := new(sync.WaitGroup)
-	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg), true)
+	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg, false), true)
 	return l, l.initErr
 }
 
@@ -271,12 +271,7 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 		after = func(rep reply) { l.cleanupLate(ctx, att, rep) }
 	}
 	r := l.fan.run(ctx, set, false, after)
-	if !l.pipelined() {
-		att.counted = make([]bool, len(l.fan.nodes))
-		for _, rep := range r.replies {
-			att.counted[rep.node.index] = true
-		}
-	}
+	att.counted = r.got
 	validity := l.validity(r)
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		att.state.Store(attemptWon)
@@ -300,16 +295,18 @@ func (l *Lock) pipelined() bool { return l.fan.nodes[0].pipe != nil }
 // behind the attempt's own SET, so it runs after it even when that SET's
 // reply has not arrived yet.
 func (l *Lock) discardQueued(token string, r round) {
-	refused := make([]bool, len(l.fan.nodes))
-	for _, rep := range r.replies {
-		refused[rep.node.index] = rep.err == nil && !rep.ok
-	}
-	cmd := &nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
+	var refused uint64
+	r.each(func(rep *reply) {
+		if rep.err == nil && !rep.ok {
+			refused |= 1 << rep.node.index
+		}
+	})
+	cmd := nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
 	cmd.wire = scriptArgs(releaseScript.Hash(), cmd.args)
-	sink := make(chan reply, len(l.fan.nodes))
+	slots, sink := make([]reply, len(l.fan.nodes)), make(chan uint8, len(l.fan.nodes))
 	for _, n := range l.fan.nodes {
-		if !refused[n.index] {
-			n.start(context.Background(), cmd, sink)
+		if refused&(1<<n.index) == 0 {
+			n.start(context.Background(), cmd, slots, sink)
 		}
 	}
 }
@@ -341,7 +338,7 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	switch att.state.Load() {
 	case attemptFailed:
 	case attemptReleased:
-		if att.counted[rep.node.index] {
+		if att.counted&(1<<rep.node.index) != 0 {
 			return // Release deletes it
 		}
 	default:
@@ -587,12 +584,12 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 	spent := r.elapsed() + l.cfg.drift()
 	times = make([]time.Duration, len(l.fan.nodes))
 	positive := 0
-	for _, rep := range r.replies {
+	r.each(func(rep *reply) {
 		if t := time.Duration(rep.value)*time.Millisecond - spent; rep.err == nil && t > 0 {
 			times[rep.node.index] = t
 			positive++
 		}
-	}
+	})
 	if positive >= l.cfg.quorum {
 		return true, times, nil
 	}

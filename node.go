@@ -19,6 +19,9 @@ type node struct {
 // newNodes checks a node list for nil and duplicate entries and wraps it.
 // The node count is checked by the callers, which differ in what they need.
 func newNodes(pools []Pool) ([]*node, error) {
+	if len(pools) > maxNodes {
+		return nil, invalidArg("%d nodes: at most %d are supported", len(pools), maxNodes)
+	}
 	ns := make([]*node, len(pools))
 	for i, p := range pools {
 		if isNilPool(p) {
@@ -58,14 +61,15 @@ func (n *node) run(ctx context.Context, cmd nodeCmd) reply {
 	return n.judge(cmd, v, err)
 }
 
-// start queues cmd on the node's pipeline; the reply goes to out.
-func (n *node) start(ctx context.Context, cmd *nodeCmd, out chan<- reply) {
+// start queues cmd on the node's pipeline; the reply goes to the node's
+// slot and its index to out.
+func (n *node) start(ctx context.Context, cmd nodeCmd, slots []reply, out chan<- uint8) {
 	c := pcalls.Get().(*pcall)
 	c.name, c.args = cmd.name, cmd.args
 	if cmd.script != nil {
 		c.name, c.args = "EVALSHA", cmd.wire
 	}
-	c.ctx, c.node, c.cmd, c.out = ctx, n, cmd, out
+	c.ctx, c.node, c.cmd, c.slots, c.out = ctx, n, cmd, slots, out
 	n.pipe.send(ctx, c)
 }
 
@@ -73,14 +77,15 @@ func (n *node) start(ctx context.Context, cmd *nodeCmd, out chan<- reply) {
 // FLUSH, restart) gets the source with EVAL, sent from a goroutine of its
 // own because the pipeline's reader must never block.
 func (n *node) complete(c *pcall, v any, err error) {
-	cmd, out, ctx := c.cmd, c.out, c.ctx
-	if cmd.script != nil && c.name == "EVALSHA" && isNoScript(err) {
+	if c.cmd.script != nil && c.name == "EVALSHA" && isNoScript(err) {
 		retry := pcalls.Get().(*pcall)
-		*retry = pcall{name: "EVAL", args: scriptArgs(sourceOf(cmd.script), cmd.args), ctx: ctx, node: n, cmd: cmd, out: out}
-		go n.pipe.send(ctx, retry)
+		*retry = *c
+		retry.name, retry.args = "EVAL", scriptArgs(sourceOf(c.cmd.script), c.cmd.args)
+		go n.pipe.send(retry.ctx, retry)
 		return
 	}
-	out <- n.judge(*cmd, v, err)
+	c.slots[n.index] = n.judge(c.cmd, v, err)
+	c.out <- uint8(n.index)
 }
 
 // judge reads a reply with the command's rule.

@@ -19,12 +19,13 @@ const inflightCap = 1024
 // pcall is one command queued on a pipeline, for one node of a quorum
 // round. done is called exactly once and never blocks.
 type pcall struct {
-	name string
-	args []any
-	ctx  context.Context
-	node *node
-	cmd  *nodeCmd     // reads the reply
-	out  chan<- reply // receives it; buffered to the round's node count
+	name  string
+	args  []any
+	ctx   context.Context
+	node  *node
+	cmd   nodeCmd       // reads the reply
+	slots []reply       // the round's replies, one per node
+	out   chan<- uint8  // announces the node's reply; buffered to the node count
 }
 
 // pcalls recycles pcall values: one is needed per node and command.

@@ -13,26 +13,45 @@ import (
 // reply is one node's answer in a quorum round.
 type reply struct {
 	node  *node
-	ok    bool      // the node did what was asked: set, extended, released, holds the key
-	value int64     // the integer reply of the node script (the PTTL for a check)
-	raw   any       // the reply itself, for commands that need more than value
-	at    time.Time // when the caller received it
-	err   error     // a *NodeError when the node did not answer
+	err   error         // a *NodeError when the node did not answer
+	raw   any           // the reply itself, for commands that need more than value
+	value int64         // the integer reply of the node script (the PTTL for a check)
+	at    time.Duration // when the caller received it, from the round's start
+	ok    bool          // the node did what was asked: set, extended, released, holds the key
 }
+
+// maxNodes bounds the node count, so that a round can keep its bookkeeping
+// in one machine word.
+const maxNodes = 64
 
 // round is the tally of one quorum round at the moment its outcome was decided.
 type round struct {
 	start   time.Time // before the first command was sent
 	decided time.Time // when the outcome became known
-	replies []reply   // the answers received by then, in arrival order
+	slots   []reply   // one per node, written by the node's reply; read only those in got
+	got     uint64    // the nodes whose reply was counted
 	oks     int       // nodes that did what was asked
 	noes    int       // nodes that answered but refused (the key is absent or another token's)
-	errs    []error   // nodes that did not answer
+	errs    []error   // nodes that failed or did not answer in time
+	late    uint64    // the nodes given up on: their slots must not be read
 	all     []*node   // the round's nodes
 }
 
 // elapsed is the time from the first command to the decision.
 func (r *round) elapsed() time.Duration { return r.decided.Sub(r.start) }
+
+// each calls fn with every counted reply, in node order. Replies that came
+// after the decision are never read: their senders may still be writing.
+func (r *round) each(fn func(rep *reply)) {
+	for i := range r.all {
+		if r.got&(1<<i) != 0 {
+			fn(&r.slots[i])
+		}
+	}
+}
+
+// counted reports whether node i's reply was counted.
+func (r *round) counted(i int) bool { return r.got&(1<<i) != 0 }
 
 // nodeCmd is the command a quorum round sends to every node, with the
 // reading of its reply.
@@ -54,29 +73,38 @@ type fanout struct {
 	bg          *sync.WaitGroup
 }
 
+// timers recycles the node-timeout timers of pipelined rounds. Since Go
+// 1.23 a stopped or reset timer delivers no stale value, so reuse is safe.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // run sends cmd to every node at once. Without waitAll it returns as soon as
 // the outcome is decided: quorum nodes said yes, or so many refused or failed
 // that a quorum is out of reach. It never waits for the slowest node then,
 // and never longer than the node timeout for any node.
 //
-// On pipelined nodes the commands are queued on the node's shared connection
-// and a late reply is simply dropped. On plain pools each node's command runs
-// in a goroutine, which calls after (if not nil) with its reply once the
-// command is done, late or not: that is how an attempt that failed deletes
-// what a late SET wrote. The results channel is buffered to the node count,
-// so no goroutine blocks on a caller that has gone.
+// Each reply is written to the node's slot and announced by its index on a
+// channel buffered to the node count, so no sender ever blocks on a caller
+// that has gone. On pipelined nodes a late reply is simply dropped. On plain
+// pools each node's command runs in a goroutine, which calls after (if not
+// nil) with its reply once the command is done, late or not: that is how an
+// attempt that failed deletes what a late SET wrote.
 func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(reply)) round {
-	r := round{start: time.Now(), replies: make([]reply, 0, len(f.nodes)), all: f.nodes}
-	results := make(chan reply, len(f.nodes))
+	r := round{start: time.Now(), slots: make([]reply, len(f.nodes)), all: f.nodes}
+	results := make(chan uint8, len(f.nodes))
 	pipelined := f.nodes[0].pipe != nil // a factory's nodes are all one way
 	queued := cmd.queued
 	cmd.queued = nil
 	if cmd.script != nil && pipelined {
 		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
 	}
+	slots := r.slots
 	for _, n := range f.nodes {
 		if n.pipe != nil {
-			n.start(ctx, &cmd, results)
+			n.start(ctx, cmd, slots, results)
 			continue
 		}
 		f.bg.Add(1)
@@ -85,40 +113,33 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 			nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
 			rep := n.run(nctx, cmd)
 			cancel()
-			results <- rep
+			slots[n.index] = rep
+			results <- uint8(n.index)
 			if after != nil {
 				after(rep)
 			}
 		}()
 	}
-	if queued != nil && pipelined { // pool connections give no order to rely on
-		queued()
-	}
-	timeout := time.NewTimer(f.nodeTimeout)
-	defer timeout.Stop()
-	var small [64]bool // answered, without an allocation for usual node counts
-	answered := small[:0]
-	if len(f.nodes) <= len(small) {
-		answered = small[:len(f.nodes)]
-	} else {
-		answered = make([]bool, len(f.nodes))
+	var timeout <-chan time.Time
+	if pipelined { // pool goroutines bound themselves with their contexts
+		if queued != nil {
+			queued()
+		}
+		t := timers.Get().(*time.Timer)
+		t.Reset(f.nodeTimeout)
+		defer func() { t.Stop(); timers.Put(t) }()
+		timeout = t.C
 	}
 	maxRefusals := len(f.nodes) - f.quorum
-	for len(r.replies) < len(f.nodes) {
-		var rep reply
+	for r.got|r.late != r.all64() {
 		select {
-		case rep = <-results:
-		case <-timeout.C: // only pipelined nodes can still be silent here
-			r.silent(answered, context.DeadlineExceeded)
+		case i := <-results:
+			r.count(int(i))
+		case <-timeout:
+			r.silent(context.DeadlineExceeded)
 		case <-ctx.Done():
-			r.silent(answered, ctx.Err())
+			r.silent(ctx.Err())
 		}
-		if rep.node == nil {
-			break
-		}
-		rep.at = time.Now()
-		answered[rep.node.index] = true
-		r.add(rep)
 		if !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
 			break
 		}
@@ -127,9 +148,14 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	return r
 }
 
-// add counts one reply.
-func (r *round) add(rep reply) {
-	r.replies = append(r.replies, rep)
+// all64 is the got mask with every node set.
+func (r *round) all64() uint64 { return 1<<len(r.all) - 1 }
+
+// count takes node i's reply into the tally.
+func (r *round) count(i int) {
+	rep := &r.slots[i]
+	rep.at = time.Since(r.start)
+	r.got |= 1 << i
 	switch {
 	case rep.err != nil:
 		r.errs = append(r.errs, rep.err)
@@ -140,22 +166,15 @@ func (r *round) add(rep reply) {
 	}
 }
 
-// silent counts every node that has not answered as failed with err.
-func (r *round) silent(answered []bool, err error) {
-	for _, n := range r.nodesOf(answered) {
-		r.add(reply{node: n, err: n.wrap(err)})
-	}
-}
-
-// nodesOf lists the nodes not marked in answered.
-func (r *round) nodesOf(answered []bool) []*node {
-	var out []*node
-	for i, a := range answered {
-		if !a {
-			out = append(out, r.all[i])
+// silent counts every node that has not answered as failed with err,
+// without touching their slots, which late replies may still write.
+func (r *round) silent(err error) {
+	for i, n := range r.all {
+		if r.got&(1<<i) == 0 {
+			r.errs = append(r.errs, n.wrap(err))
+			r.late |= 1 << i
 		}
 	}
-	return out
 }
 
 // reached reports whether a quorum said yes.

@@ -135,11 +135,11 @@ func (l *Lock) freeIn(ctx context.Context) time.Duration {
 		return l.cfg.retryDelay
 	}
 	var longest int64
-	for _, rep := range r.replies {
+	r.each(func(rep *reply) {
 		if rep.err == nil {
 			longest = max(longest, rep.value)
 		}
-	}
+	})
 	return time.Duration(longest) * time.Millisecond
 }
 

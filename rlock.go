@@ -28,7 +28,7 @@ func NewRLock(name string, nodes []Pool, opts ...Option) (*RLock, error) {
 		return nil, err
 	}
 	bg := new(sync.WaitGroup)
-	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg), false)
+	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg, false), false)
 	return &RLock{lock: l}, l.initErr
 }
 
