@@ -23,9 +23,9 @@ type pcall struct {
 	args  []any
 	ctx   context.Context
 	node  *node
-	cmd   nodeCmd       // reads the reply
-	slots []reply       // the round's replies, one per node
-	out   chan<- uint8  // announces the node's reply; buffered to the node count
+	cmd   nodeCmd      // reads the reply
+	slots []reply      // the round's replies, one per node
+	out   chan<- uint8 // announces the node's reply; buffered to the node count
 }
 
 // pcalls recycles pcall values: one is needed per node and command.
