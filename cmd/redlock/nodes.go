@@ -85,7 +85,7 @@ func addLockFlags(cmd *cobra.Command, defaultTTL time.Duration) *lockFlags {
 	lf := &lockFlags{cmd: cmd}
 	f := cmd.Flags()
 	f.DurationVar(&lf.ttl, "ttl", defaultTTL, "lock time to live on each node; extended while held")
-	f.DurationVar(&lf.nodeTimeout, "timeout", 0, "per-node command timeout (default 1% of the TTL, 50ms..1s)")
+	f.DurationVar(&lf.nodeTimeout, "timeout", 0, "per-node command timeout (default 1% of the TTL, within 100ms..1s)")
 	f.DurationVar(&lf.retryDelay, "retry-delay", redlock.DefaultRetryDelay, "upper bound of the random pause between acquire attempts")
 	f.IntVar(&lf.quorum, "quorum", 0, "nodes that must agree (default N/2+1)")
 	f.Float64Var(&lf.driftFactor, "drift-factor", redlock.DefaultDriftFactor, "share of the TTL reserved for clock drift")

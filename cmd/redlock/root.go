@@ -3,13 +3,25 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=...";
+// otherwise it is the module version go install recorded, or "dev".
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
 
 // newRootCmd builds the command tree. Output goes to stdout and stderr;
 // the commands that run a child process use the real os.Stdin/Stdout/Stderr.
@@ -26,7 +38,7 @@ the REDLOCK_NODES variable. With nothing installed, try:
 
   redlock demo                # a guided tour on embedded nodes
   redlock dev                 # 3 embedded nodes, prints REDLOCK_NODES=...`,
-		Version:       version,
+		Version:       buildVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}

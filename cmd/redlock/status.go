@@ -85,6 +85,9 @@ nodes answered, after printing what is known.`,
 	}
 	nf = addNodeFlags(cmd)
 	lf = addLockFlags(cmd, redlock.DefaultTTL)
+	for _, name := range []string{"ttl", "retry-delay", "drift-factor"} {
+		_ = cmd.Flags().MarkHidden(name) // no meaning for a read-only look
+	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -1,0 +1,68 @@
+// Command redlock runs commands under a distributed lock held on three or
+// more independent Redis nodes (the Redlock algorithm of package redlock),
+// shows who holds a lock, starts embedded Redis nodes for trying it out,
+// and reads, writes and watches SDL data (package sdlstore).
+//
+// Install it with
+//
+//	go install github.com/redlockplus/redlock/cmd/redlock@latest
+//
+// or try it without installing anything:
+//
+//	go run ./cmd/redlock demo
+//
+// # Commands
+//
+//	redlock run [--ttl 30s] [--wait 10s | --wait forever | --no-wait] [--kill-grace 10s] NAME -- CMD [ARGS...]
+//	redlock status [--json] NAME
+//	redlock dev [--nodes 3] [--port 7380]
+//	redlock demo [--workers 4]
+//	redlock sdl get|set|rm|keys|watch|namespaces ...
+//	redlock bench [--duration 1s] [--json]
+//	redlock completion bash|zsh|fish|powershell
+//
+// run acquires NAME, runs CMD while the lock is extended in the background
+// (at 3/4 of its validity), and releases it when CMD exits. stdin, stdout
+// and stderr pass straight through and CMD's exit code is redlock's. CMD
+// runs in its own process group: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
+// to redlock are forwarded to the group, and when the lock is lost the
+// group gets SIGTERM, then SIGKILL after --kill-grace. In the foreground of
+// a terminal the group is made the terminal's foreground group, so CMD can
+// read the terminal and gets Ctrl-C directly; a CMD stopped with Ctrl-Z is
+// resumed at once, since its lock would keep running out. On Linux CMD gets
+// SIGTERM if redlock itself dies. CMD sees REDLOCK_NAME and REDLOCK_TOKEN.
+//
+// status reads the lock on every node without taking it (Factory.Inspect):
+// per node the key's presence, token and TTL, and whether a quorum holds
+// one token.
+//
+// dev starts N in-process miniredis nodes on loopback ports and prints the
+// REDLOCK_NODES line for them; demo shows workers contending for a lock,
+// autoextension and a node failure, then checks that no two holdings
+// overlapped; bench runs a short benchmark (internal/benchkit) and labels
+// numbers from embedded nodes as not representative.
+//
+// # Configuration
+//
+// Lock nodes come from --nodes redis://a:6379,redis://b:6379,redis://c:6379
+// or the REDLOCK_NODES variable (a bare host:port gets redis://). demo and
+// bench start embedded nodes when neither is set. --ttl, --timeout (per
+// node), --retry-delay, --quorum and --drift-factor map to the options of
+// package redlock. sdl uses --nodes (one or more instances), else the
+// DBAAS_* variables of the RIC platform, else REDLOCK_NODES.
+//
+// # Exit codes
+//
+//	0        success; for run, CMD exited 0
+//	1..255   run: CMD's own exit code, passed through (128+n: killed by signal n)
+//	1        other commands: a failure such as sdl get of a missing key
+//	64       bad command line or configuration: unknown command or flag,
+//	         missing '--', bad URL or duration, fewer than 3 nodes
+//	69       nodes unreachable: fewer than a quorum answered, or Redis failed
+//	70       internal error in redlock
+//	75       run: the lock was not acquired within --wait (or at once with --no-wait)
+//	76       run: the lock was lost while CMD ran, and CMD was stopped
+//	126, 127 run: CMD cannot be executed, or was not found
+//
+// Every error is one line on stderr starting with "redlock: ".
+package main
