@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -34,6 +35,9 @@ type Lock struct {
 	bg      *sync.WaitGroup
 	ext     *extender // shared by a factory's locks
 
+	// The name and TTL as command arguments, boxed once.
+	nameArg, ttlArg any
+
 	mu        sync.Mutex
 	acquiring bool
 	cur       *holding // the current or most recent holding; nil before the first
@@ -65,6 +69,8 @@ const (
 // attempt is one round of SET NX PX with a fresh token.
 type attempt struct {
 	token   string
+	arg     any     // token, boxed once for every command that carries it
+	rel     release // the announcement of its release
 	state   atomic.Int32
 	counted uint64        // bit per node: its reply was part of the decision
 	decided chan struct{} // closed once state and counted are set
@@ -92,12 +98,13 @@ func newLock(name string, ns []*node, cfg config, owner *Factory, bg *sync.WaitG
 	if cfg.autoextend == nil {
 		cfg.autoextend = &autoextendDefault
 	}
-	l := &Lock{name: name, cfg: cfg, owner: owner, bg: bg, ext: ext}
+	l := &Lock{name: name, cfg: cfg, owner: owner, bg: bg, ext: ext, nameArg: name}
 	if name == "" {
 		l.initErr = invalidArg("lock name is empty")
 	} else if err := l.cfg.validate(len(ns)); err != nil {
 		l.initErr = err
 	}
+	l.ttlArg = l.cfg.ttlMs()
 	l.fan = fanout{nodes: ns, quorum: l.cfg.quorum, nodeTimeout: l.cfg.nodeTimeout, bg: bg}
 	return l
 }
@@ -119,10 +126,14 @@ func (l *Lock) Token() string {
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cur == nil {
+	h := l.cur
+	switch {
+	case h == nil || h.ended:
 		return closedDone
+	case h.done == nil: // made on demand: most holders never ask
+		h.done = make(chan struct{})
 	}
-	return l.cur.done
+	return h.done
 }
 
 // Err returns nil while the lock is held or after a normal Release, an
@@ -262,8 +273,9 @@ func (l *Lock) endAcquire() {
 // that says why the attempt failed; a failed attempt's keys are deleted by the node
 // goroutines as their answers arrive, late ones included.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
-	att := &attempt{token: uuid.NewString()}
-	set := nodeCmd{name: "SET", args: []any{l.name, att.token, "NX", "PX", l.cfg.ttlMs()}, judge: judgeSet}
+	att := &attempt{token: newToken()}
+	att.arg = att.token
+	set := nodeCmd{name: "SET", args: []any{l.nameArg, att.arg, "NX", "PX", l.ttlArg}, judge: judgeSet}
 	var after func(reply)
 	if !l.pipelined() { // late replies are cleaned up in their goroutines
 		att.decided = make(chan struct{})
@@ -279,12 +291,29 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 	}
 	att.state.Store(attemptFailed)
 	if l.pipelined() {
-		l.discardQueued(att.token, r)
+		l.discardQueued(att.arg, r)
 	}
 	if r.reached(l.cfg.quorum) {
 		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
 	}
 	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)
+}
+
+// newToken returns a fresh random token (a version 4 UUID) in one
+// allocation.
+func newToken() string {
+	var buf [36]byte
+	id := uuid.New()
+	hex.Encode(buf[0:8], id[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], id[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], id[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], id[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:], id[10:])
+	return string(buf[:])
 }
 
 // pipelined reports whether the lock's nodes share pipelined connections.
@@ -294,15 +323,14 @@ func (l *Lock) pipelined() bool { return l.fan.nodes[0].pipe != nil }
 // refuse it, without waiting. On a pipelined connection the delete is queued
 // behind the attempt's own SET, so it runs after it even when that SET's
 // reply has not arrived yet.
-func (l *Lock) discardQueued(token string, r round) {
+func (l *Lock) discardQueued(token any, r round) {
 	var refused uint64
 	r.each(func(rep *reply) {
 		if rep.err == nil && !rep.ok {
 			refused |= 1 << rep.node.index
 		}
 	})
-	cmd := nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
-	cmd.wire = scriptArgs(releaseScript.Hash(), cmd.args)
+	cmd := l.scriptCmd(releaseScript, token)
 	slots, sink := make([]reply, len(l.fan.nodes)), make(chan uint8, len(l.fan.nodes))
 	for _, n := range l.fan.nodes {
 		if refused&(1<<n.index) == 0 {
@@ -346,7 +374,7 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
 	defer cancel()
-	rep.node.run(cctx, nodeCmd{script: releaseScript, args: []any{1, l.name, att.token}, judge: judgeOne})
+	rep.node.run(cctx, l.scriptCmd(releaseScript, att.arg))
 }
 
 // validity is what remains of the TTL after a round: ttl - elapsed - drift.
@@ -360,7 +388,6 @@ func (l *Lock) startHolding(att *attempt, r round) error {
 	h := &holding{
 		token:      att.token,
 		att:        att,
-		done:       make(chan struct{}),
 		validUntil: r.start.Add(l.cfg.ttl - l.cfg.drift()),
 	}
 	l.mu.Lock()
@@ -403,7 +430,7 @@ func (l *Lock) lose(h *holding, cause error) {
 		defer l.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.nodeTimeout)
 		defer cancel()
-		l.releaseNodes(ctx, h.token)
+		l.releaseNodes(ctx, h.att)
 	}()
 }
 
@@ -422,7 +449,9 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 	if cause != nil {
 		l.ext.wake() // lost or closed: the schedule drops h now
 	}
-	close(h.done)
+	if h.done != nil {
+		close(h.done)
+	}
 	if l.owner != nil {
 		l.owner.track(l, false)
 	}
@@ -462,7 +491,7 @@ func (l *Lock) Extend(ctx context.Context) (time.Duration, error) {
 
 // extendHolding extends holding h; see Extend.
 func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, error) {
-	bump := nodeCmd{script: extendScript, args: []any{1, l.name, h.token, l.cfg.ttlMs()}, judge: judgeOne}
+	bump := l.scriptCmd(extendScript, h.att.arg, l.ttlArg)
 	r := l.fan.run(ctx, bump, false, nil)
 	validity := l.validity(r)
 	if !r.reached(l.cfg.quorum) || validity <= 0 {
@@ -528,7 +557,7 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 		}
 		return invalidOp("lock %q released twice", l.name)
 	}
-	r := l.releaseNodes(ctx, h.token)
+	r := l.releaseNodes(ctx, h.att)
 	if !r.reached(l.cfg.quorum) {
 		return r.failure("released", len(l.fan.nodes), l.cfg.quorum)
 	}
@@ -541,17 +570,32 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 // after them on the same connections, reaches every node after its delete,
 // so the handoff saves the release's round trip. On pool connections it
 // happens once a quorum released.
-func (l *Lock) releaseNodes(ctx context.Context, token string) round {
-	del := nodeCmd{script: releaseScript, args: []any{1, l.name, token}, judge: judgeOne}
+func (l *Lock) releaseNodes(ctx context.Context, att *attempt) round {
+	del := l.scriptCmd(releaseScript, att.arg)
 	w := l.waker()
 	if w != nil {
-		del.queued = func() { w.released(l.name, token) }
+		att.rel = release{w: w, name: l.name, token: att.token}
+		del.queued = &att.rel
 	}
 	r := l.fan.run(ctx, del, false, nil)
 	if w != nil && !l.pipelined() && r.reached(l.cfg.quorum) {
-		w.released(l.name, token)
+		w.released(l.name, att.token)
 	}
 	return r
+}
+
+// scriptCmd is a one-key lock script with the token and extra arguments.
+// On pipelined nodes only the EVALSHA arguments are built.
+func (l *Lock) scriptCmd(s *redis.Script, token any, extra ...any) nodeCmd {
+	judge := judgeOne
+	if s == checkScript {
+		judge = judgePTTL
+	}
+	if l.pipelined() {
+		wire := append([]any{s.Hash(), 1, l.nameArg, token}, extra...)
+		return nodeCmd{script: s, args: wire[1:], wire: wire, judge: judge}
+	}
+	return nodeCmd{script: s, args: append([]any{1, l.nameArg, token}, extra...), judge: judge}
 }
 
 // waker returns the factory's waker, or nil.
@@ -579,7 +623,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		}
 		return false, nil, err
 	}
-	check := nodeCmd{script: checkScript, args: []any{1, l.name, h.token}, judge: judgePTTL}
+	check := l.scriptCmd(checkScript, h.att.arg)
 	r := l.fan.run(ctx, check, true, nil)
 	spent := r.elapsed() + l.cfg.drift()
 	times = make([]time.Duration, len(l.fan.nodes))

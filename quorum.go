@@ -61,8 +61,16 @@ type nodeCmd struct {
 	args   []any
 	judge  func(v any) reply // reads a reply that is not an error
 	wire   []any             // EVALSHA arguments, built once per round
-	queued func()            // if set, called once the command is queued on every (pipelined) node
+	queued *release          // if set, announced once the command is queued on every (pipelined) node
 }
+
+// release names a lock release to announce to the local waiters.
+type release struct {
+	w           *waker
+	name, token string
+}
+
+func (a *release) announce() { a.w.released(a.name, a.token) }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
 // operation.
@@ -98,7 +106,7 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	pipelined := f.nodes[0].pipe != nil // a factory's nodes are all one way
 	queued := cmd.queued
 	cmd.queued = nil
-	if cmd.script != nil && pipelined {
+	if cmd.script != nil && pipelined && cmd.wire == nil {
 		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
 	}
 	slots := r.slots
@@ -108,22 +116,12 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 			continue
 		}
 		f.bg.Add(1)
-		go func() {
-			defer f.bg.Done()
-			nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
-			rep := n.run(nctx, cmd)
-			cancel()
-			slots[n.index] = rep
-			results <- uint8(n.index)
-			if after != nil {
-				after(rep)
-			}
-		}()
+		go f.runOn(ctx, n, cmd, slots, results, after)
 	}
 	var timeout <-chan time.Time
 	if pipelined { // pool goroutines bound themselves with their contexts
 		if queued != nil {
-			queued()
+			queued.announce()
 		}
 		t := timers.Get().(*time.Timer)
 		t.Reset(f.nodeTimeout)
@@ -146,6 +144,20 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	}
 	r.decided = time.Now()
 	return r
+}
+
+// runOn runs cmd on node n's pool, in its own goroutine (tracked in bg),
+// and hands the reply to after once it was announced.
+func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply, results chan<- uint8, after func(reply)) {
+	defer f.bg.Done()
+	nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
+	rep := n.run(nctx, cmd)
+	cancel()
+	slots[n.index] = rep
+	results <- uint8(n.index)
+	if after != nil {
+		after(rep)
+	}
 }
 
 // all64 is the got mask with every node set.

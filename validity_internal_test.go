@@ -3,6 +3,8 @@ package redlock
 import (
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 func TestDriftAndValidityArithmetic(t *testing.T) {
@@ -58,5 +60,16 @@ func TestQuorumValidity(t *testing.T) {
 	times := []time.Duration{5 * time.Second, 0, 3 * time.Second, 4 * time.Second, 1 * time.Second}
 	if got := quorumValidity(times, 3); got != 3*time.Second {
 		t.Fatalf("quorum validity = %v, want the 3rd largest 3s", got)
+	}
+}
+
+func TestNewTokenIsAUUID(t *testing.T) {
+	a, b := newToken(), newToken()
+	if a == b {
+		t.Fatal("two tokens are equal")
+	}
+	id, err := uuid.Parse(a)
+	if err != nil || id.Version() != 4 || id.String() != a {
+		t.Fatalf("token %q is not a canonical v4 UUID: %v", a, err)
 	}
 }
