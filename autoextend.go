@@ -219,11 +219,11 @@ func (e *extender) apply(x *extension, r round, i int) {
 	l, h := x.l, x.h
 	var yes, no int
 	var yesAt [maxNodes]time.Duration
-	r.each(func(rep *reply) {
+	r.each(func(n *node, rep *reply) {
 		switch {
 		case rep.err != nil: // in r.errs
 		case rep.raw.([]int64)[i] == 1:
-			yesAt[yes] = rep.at
+			yesAt[yes] = r.arrived[n.index]
 			yes++
 		default:
 			no++

@@ -68,15 +68,15 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 	for i, n := range f.nodes {
 		in.Nodes[i] = NodeState{Node: i, Addr: n.addr, Err: n.wrap(context.DeadlineExceeded)}
 	}
-	r.each(func(rep *reply) {
-		st := NodeState{Node: rep.node.index, Addr: rep.node.addr, Err: rep.err}
+	r.each(func(n *node, rep *reply) {
+		st := NodeState{Node: n.index, Addr: n.addr, Err: rep.err}
 		if rep.err == nil {
 			vals := rep.raw.([]any)
 			st.Token, _ = redis.String(vals[0], nil)
 			ms, _ := redis.Int64(vals[1], nil)
 			st.TTL = time.Duration(max(ms, 0)) * time.Millisecond
 		}
-		in.Nodes[rep.node.index] = st
+		in.Nodes[n.index] = st
 	})
 	counts := map[string][]time.Duration{}
 	for _, st := range in.Nodes {

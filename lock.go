@@ -276,11 +276,11 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, err
 	att := &attempt{token: newToken()}
 	att.arg = att.token
 	set := nodeCmd{name: "SET", args: []any{l.nameArg, att.arg, "NX", "PX", l.ttlArg}, judge: judgeSet}
-	var after func(reply)
+	var after func(*node, reply)
 	if !l.pipelined() { // late replies are cleaned up in their goroutines
 		att.decided = make(chan struct{})
 		defer close(att.decided)
-		after = func(rep reply) { l.cleanupLate(ctx, att, rep) }
+		after = func(n *node, rep reply) { l.cleanupLate(ctx, att, n, rep) }
 	}
 	r := l.fan.run(ctx, set, false, after)
 	att.counted = r.got
@@ -325,9 +325,9 @@ func (l *Lock) pipelined() bool { return l.fan.nodes[0].pipe != nil }
 // reply has not arrived yet.
 func (l *Lock) discardQueued(token any, r round) {
 	var refused uint64
-	r.each(func(rep *reply) {
+	r.each(func(n *node, rep *reply) {
 		if rep.err == nil && !rep.ok {
-			refused |= 1 << rep.node.index
+			refused |= 1 << n.index
 		}
 	})
 	cmd := l.scriptCmd(releaseScript, token)
@@ -358,7 +358,7 @@ func judgePTTL(v any) reply {
 // already ended but this reply came too late to be counted (so Release did
 // not know about it). Doing it here, after the node's SET has completed,
 // orders the delete after the set even when the answer came late.
-func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
+func (l *Lock) cleanupLate(ctx context.Context, att *attempt, n *node, rep reply) {
 	if !rep.ok && rep.err == nil {
 		return // the node refused: the key is another holder's, never ours
 	}
@@ -366,7 +366,7 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	switch att.state.Load() {
 	case attemptFailed:
 	case attemptReleased:
-		if att.counted&(1<<rep.node.index) != 0 {
+		if att.counted&(1<<n.index) != 0 {
 			return // Release deletes it
 		}
 	default:
@@ -374,7 +374,7 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, rep reply) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
 	defer cancel()
-	rep.node.run(cctx, l.scriptCmd(releaseScript, att.arg))
+	n.run(cctx, l.scriptCmd(releaseScript, att.arg))
 }
 
 // validity is what remains of the TTL after a round: ttl - elapsed - drift.
@@ -572,6 +572,7 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 // happens once a quorum released.
 func (l *Lock) releaseNodes(ctx context.Context, att *attempt) round {
 	del := l.scriptCmd(releaseScript, att.arg)
+	del.detached = true
 	w := l.waker()
 	if w != nil {
 		att.rel = release{w: w, name: l.name, token: att.token}
@@ -592,7 +593,7 @@ func (l *Lock) scriptCmd(s *redis.Script, token any, extra ...any) nodeCmd {
 		judge = judgePTTL
 	}
 	if l.pipelined() {
-		wire := append([]any{s.Hash(), 1, l.nameArg, token}, extra...)
+		wire := append([]any{hashArgs[s], 1, l.nameArg, token}, extra...)
 		return nodeCmd{script: s, args: wire[1:], wire: wire, judge: judge}
 	}
 	return nodeCmd{script: s, args: append([]any{1, l.nameArg, token}, extra...), judge: judge}
@@ -628,9 +629,9 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 	spent := r.elapsed() + l.cfg.drift()
 	times = make([]time.Duration, len(l.fan.nodes))
 	positive := 0
-	r.each(func(rep *reply) {
+	r.each(func(n *node, rep *reply) {
 		if t := time.Duration(rep.value)*time.Millisecond - spent; rep.err == nil && t > 0 {
-			times[rep.node.index] = t
+			times[n.index] = t
 			positive++
 		}
 	})

@@ -405,3 +405,28 @@ func TestPipelinedNodeHangsAndRestarts(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestReleaseReachesEveryNodeAfterCancel: Release decides at quorum, and
+// the caller cancels its context right after, as a deferred cancel does.
+// The delete must still reach the last node.
+func TestReleaseReachesEveryNodeAfterCancel(t *testing.T) {
+	for _, path := range transports {
+		t.Run(path.name, func(t *testing.T) {
+			c, pools := cluster(t, 3)
+			newLock := path.lockMaker(t, pools)
+			for i := range 20 {
+				l := newLock(fmt.Sprintf("cancelled-release-%d", i), redlock.WithAutoextend(false))
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if _, err := l.Acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, 2*time.Second, "the key on every node", func() bool { return countHolders(t, c, l.Name()) == 3 })
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				waitFor(t, 2*time.Second, "the key to leave every node", func() bool { return countHolders(t, c, l.Name()) == 0 })
+			}
+		})
+	}
+}

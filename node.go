@@ -49,7 +49,7 @@ func (n *node) wrap(err error) error {
 func (n *node) run(ctx context.Context, cmd nodeCmd) reply {
 	c, err := n.pool.GetContext(ctx)
 	if err != nil {
-		return reply{node: n, err: n.wrap(err)}
+		return reply{err: n.wrap(err)}
 	}
 	defer c.Close()
 	var v any
@@ -91,10 +91,9 @@ func (n *node) complete(c *pcall, v any, err error) {
 // judge reads a reply with the command's rule.
 func (n *node) judge(cmd nodeCmd, v any, err error) reply {
 	if err != nil {
-		return reply{node: n, err: n.wrap(err)}
+		return reply{err: n.wrap(err)}
 	}
 	rep := cmd.judge(v)
-	rep.node = n
 	if rep.err != nil {
 		rep.err = n.wrap(rep.err)
 	}

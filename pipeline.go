@@ -107,7 +107,7 @@ func (p *pipeline) flush() {
 	p.writeBatch()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.pending) == 0 || p.closed {
+	if len(p.pending) == 0 {
 		p.writing = false
 		p.idle.Broadcast()
 		return
@@ -119,11 +119,12 @@ func (p *pipeline) flush() {
 	}()
 }
 
-// drain writes batches until the queue is empty.
+// drain writes batches until the queue is empty, also while closing: what
+// was sent before close is written (close waits for it).
 func (p *pipeline) drain() {
 	for {
 		p.mu.Lock()
-		if len(p.pending) == 0 || p.closed {
+		if len(p.pending) == 0 {
 			p.writing = false
 			p.idle.Broadcast()
 			p.mu.Unlock()
@@ -179,8 +180,9 @@ func (p *pipeline) redial() {
 	p.drain()
 }
 
-// close fails what is queued, waits for a write in progress, and shuts the
-// connection. Calls sent afterwards fail at once.
+// close waits until what was sent is written, shuts the connection once its
+// replies are in (or overdue), and fails what could not be written. Calls
+// sent afterwards fail at once.
 func (p *pipeline) close() {
 	p.mu.Lock()
 	p.closed = true

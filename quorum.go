@@ -12,12 +12,10 @@ import (
 
 // reply is one node's answer in a quorum round.
 type reply struct {
-	node  *node
-	err   error         // a *NodeError when the node did not answer
-	raw   any           // the reply itself, for commands that need more than value
-	value int64         // the integer reply of the node script (the PTTL for a check)
-	at    time.Duration // when the caller received it, from the round's start
-	ok    bool          // the node did what was asked: set, extended, released, holds the key
+	err   error // a *NodeError when the node did not answer
+	raw   any   // the reply itself, for commands that need more than value
+	value int64 // the integer reply of the node script (the PTTL for a check)
+	ok    bool  // the node did what was asked: set, extended, released, holds the key
 }
 
 // maxNodes bounds the node count, so that a round can keep its bookkeeping
@@ -35,17 +33,21 @@ type round struct {
 	errs    []error   // nodes that failed or did not answer in time
 	late    uint64    // the nodes given up on: their slots must not be read
 	all     []*node   // the round's nodes
+	// arrived holds, per node, when its reply was counted, from start; only
+	// rounds that wait for every node keep it.
+	arrived []time.Duration
 }
 
 // elapsed is the time from the first command to the decision.
 func (r *round) elapsed() time.Duration { return r.decided.Sub(r.start) }
 
-// each calls fn with every counted reply, in node order. Replies that came
-// after the decision are never read: their senders may still be writing.
-func (r *round) each(fn func(rep *reply)) {
-	for i := range r.all {
+// each calls fn with every counted reply and its node, in node order.
+// Replies that came after the decision are never read: their senders may
+// still be writing.
+func (r *round) each(fn func(n *node, rep *reply)) {
+	for i, n := range r.all {
 		if r.got&(1<<i) != 0 {
-			fn(&r.slots[i])
+			fn(n, &r.slots[i])
 		}
 	}
 }
@@ -62,6 +64,9 @@ type nodeCmd struct {
 	judge  func(v any) reply // reads a reply that is not an error
 	wire   []any             // EVALSHA arguments, built once per round
 	queued *release          // if set, announced once the command is queued on every (pipelined) node
+	// detached commands outlive the caller's context, which bounds only its
+	// wait: a release or cleanup must reach the slow nodes too.
+	detached bool
 }
 
 // release names a lock release to announce to the local waiters.
@@ -100,8 +105,11 @@ var timers = sync.Pool{New: func() any {
 // pools each node's command runs in a goroutine, which calls after (if not
 // nil) with its reply once the command is done, late or not: that is how an
 // attempt that failed deletes what a late SET wrote.
-func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(reply)) round {
+func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(*node, reply)) round {
 	r := round{start: time.Now(), slots: make([]reply, len(f.nodes)), all: f.nodes}
+	if waitAll {
+		r.arrived = make([]time.Duration, len(f.nodes))
+	}
 	results := make(chan uint8, len(f.nodes))
 	pipelined := f.nodes[0].pipe != nil // a factory's nodes are all one way
 	queued := cmd.queued
@@ -109,14 +117,17 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	if cmd.script != nil && pipelined && cmd.wire == nil {
 		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
 	}
-	slots := r.slots
+	slots, cctx := r.slots, ctx
+	if cmd.detached && ctx.Done() != nil {
+		cctx = context.WithoutCancel(ctx)
+	}
 	for _, n := range f.nodes {
 		if n.pipe != nil {
-			n.start(ctx, cmd, slots, results)
+			n.start(cctx, cmd, slots, results)
 			continue
 		}
 		f.bg.Add(1)
-		go f.runOn(ctx, n, cmd, slots, results, after)
+		go f.runOn(cctx, n, cmd, slots, results, after)
 	}
 	var timeout <-chan time.Time
 	if pipelined { // pool goroutines bound themselves with their contexts
@@ -148,7 +159,7 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 
 // runOn runs cmd on node n's pool, in its own goroutine (tracked in bg),
 // and hands the reply to after once it was announced.
-func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply, results chan<- uint8, after func(reply)) {
+func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply, results chan<- uint8, after func(*node, reply)) {
 	defer f.bg.Done()
 	nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
 	rep := n.run(nctx, cmd)
@@ -156,7 +167,7 @@ func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply,
 	slots[n.index] = rep
 	results <- uint8(n.index)
 	if after != nil {
-		after(rep)
+		after(n, rep)
 	}
 }
 
@@ -166,7 +177,9 @@ func (r *round) all64() uint64 { return 1<<len(r.all) - 1 }
 // count takes node i's reply into the tally.
 func (r *round) count(i int) {
 	rep := &r.slots[i]
-	rep.at = time.Since(r.start)
+	if r.arrived != nil {
+		r.arrived[i] = time.Since(r.start)
+	}
 	r.got |= 1 << i
 	switch {
 	case rep.err != nil:

@@ -135,7 +135,7 @@ func (l *Lock) freeIn(ctx context.Context) time.Duration {
 		return l.cfg.retryDelay
 	}
 	var longest int64
-	r.each(func(rep *reply) {
+	r.each(func(_ *node, rep *reply) {
 		if rep.err == nil {
 			longest = max(longest, rep.value)
 		}

@@ -67,10 +67,14 @@ var (
 // LOAD and for the EVAL fallback.
 var sources = map[*redis.Script]string{}
 
+// hashArgs holds every script's SHA1 as a command argument, boxed once.
+var hashArgs = map[*redis.Script]any{}
+
 // newScript registers a script taking its key count as first argument.
 func newScript(src string) *redis.Script {
 	s := redis.NewScript(-1, src)
 	sources[s] = src
+	hashArgs[s] = s.Hash()
 	return s
 }
 
