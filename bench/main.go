@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "short runs, for a CI smoke test; the ratios are then only indicative")
 	out := fs.String("out", defaultOut(), "directory for results.json and charts/")
 	only := fs.String("workloads", "", "comma-separated workloads to run, such as W1,W3 (default: all of W1..W6)")
-	rounds := fs.Int("rounds", 0, "interleaved rounds per workload, to even out a noisy machine (default 3, 1 with -quick)")
+	rounds := fs.Int("rounds", 0, "interleaved rounds per workload, to even out a noisy machine (default 5, 1 with -quick)")
 	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -88,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case r == 0 && *quick:
 		r = 1
 	case r == 0:
-		r = 3
+		r = 5
 	}
 	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args}, nil
 }
