@@ -192,7 +192,7 @@ func (e *extender) extend(batch []*extension) {
 		nodeTimeout = max(nodeTimeout, x.l.cfg.nodeTimeout)
 	}
 	for _, x := range batch {
-		args = append(args, x.h.token, x.l.cfg.ttlMs())
+		args = append(args, x.h.att.arg, x.l.ttlArg)
 	}
 	cmd := nodeCmd{script: extendManyScript, args: args, judge: judgeList(len(batch))}
 	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, bg: e.bg}

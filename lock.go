@@ -47,7 +47,6 @@ type Lock struct {
 // holding is one period during which the lock is held, from a successful
 // Acquire to Release or loss.
 type holding struct {
-	token      string
 	att        *attempt
 	done       chan struct{}
 	err        error       // why done was closed: nil after Release, ErrLockLost after a loss
@@ -69,8 +68,8 @@ const (
 // attempt is one round of SET NX PX with a fresh token.
 type attempt struct {
 	token   string
-	arg     any     // token, boxed once for every command that carries it
-	rel     release // the announcement of its release
+	arg     any   // token, boxed once for every command that carries it
+	lock    *Lock // for announcing its release
 	state   atomic.Int32
 	counted uint64        // bit per node: its reply was part of the decision
 	decided chan struct{} // closed once state and counted are set
@@ -273,7 +272,7 @@ func (l *Lock) endAcquire() {
 // that says why the attempt failed; a failed attempt's keys are deleted by the node
 // goroutines as their answers arrive, late ones included.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
-	att := &attempt{token: newToken()}
+	att := &attempt{token: newToken(), lock: l}
 	att.arg = att.token
 	set := nodeCmd{name: "SET", args: []any{l.nameArg, att.arg, "NX", "PX", l.ttlArg}, judge: judgeSet}
 	var after func(*node, reply)
@@ -314,6 +313,13 @@ func newToken() string {
 	buf[23] = '-'
 	hex.Encode(buf[24:], id[10:])
 	return string(buf[:])
+}
+
+// announce tells the local waiters that the attempt's holding was released.
+func (a *attempt) announce() {
+	if w := a.lock.waker(); w != nil {
+		w.released(a.lock.name, a.token)
+	}
 }
 
 // pipelined reports whether the lock's nodes share pipelined connections.
@@ -386,7 +392,6 @@ func (l *Lock) validity(r round) time.Duration {
 // and, if configured, autoextension.
 func (l *Lock) startHolding(att *attempt, r round) error {
 	h := &holding{
-		token:      att.token,
 		att:        att,
 		validUntil: r.start.Add(l.cfg.ttl - l.cfg.drift()),
 	}
@@ -575,8 +580,7 @@ func (l *Lock) releaseNodes(ctx context.Context, att *attempt) round {
 	del.detached = true
 	w := l.waker()
 	if w != nil {
-		att.rel = release{w: w, name: l.name, token: att.token}
-		del.queued = &att.rel
+		del.queued = att
 	}
 	r := l.fan.run(ctx, del, false, nil)
 	if w != nil && !l.pipelined() && r.reached(l.cfg.quorum) {

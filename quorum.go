@@ -63,19 +63,11 @@ type nodeCmd struct {
 	args   []any
 	judge  func(v any) reply // reads a reply that is not an error
 	wire   []any             // EVALSHA arguments, built once per round
-	queued *release          // if set, announced once the command is queued on every (pipelined) node
+	queued *attempt          // if set, its release is announced once the command is queued on every (pipelined) node
 	// detached commands outlive the caller's context, which bounds only its
 	// wait: a release or cleanup must reach the slow nodes too.
 	detached bool
 }
-
-// release names a lock release to announce to the local waiters.
-type release struct {
-	w           *waker
-	name, token string
-}
-
-func (a *release) announce() { a.w.released(a.name, a.token) }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
 // operation.
