@@ -108,7 +108,7 @@ func WithServerArgs(args ...string) Option {
 // start or restart. Default DefaultStartTimeout (30 s).
 func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.startTimeout = d } }
 
-// serverArgs returns the redis-server arguments after the port.
+// redisArgs returns the redis-server arguments that follow the port.
 func (c *config) redisArgs() []string {
 	args := []string{"--protected-mode", "no", "--loglevel", "warning", "--save", ""}
 	if c.persistence {
