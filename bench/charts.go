@@ -161,9 +161,9 @@ func latencyPlot(w workloadReport) (*plot.Plot, error) {
 	p.Add(plotter.NewGrid())
 	p.X.Min, p.X.Max = 0, math.Max(maxNines, 1)
 	if hi > 0 {
-		// Room above the curves for the legend in the top left corner.
+		// Room above the curves for the legend: about a third of the height.
 		span := math.Max(math.Log10(hi/lo), 1)
-		p.Y.Min, p.Y.Max = lo, hi*math.Pow(10, 0.7*span)
+		p.Y.Min, p.Y.Max = lo, hi*math.Pow(10, 0.45*span)
 	}
 	return p, nil
 }
