@@ -31,7 +31,8 @@ type extender struct {
 	items   map[*holding]*extension
 	running bool
 	linger  bool      // keep the loop while idle (a factory's, until stop)
-	wakeAt  time.Time // when the sleeping loop wakes; zero while it works
+	wakeAt  time.Time   // when the sleeping loop wakes; zero while it works
+	timer   *time.Timer // the loop's alarm, set under mu
 	kick    chan struct{}
 }
 
@@ -47,6 +48,8 @@ type extension struct {
 
 func newExtender(nodes []*node, bg *sync.WaitGroup, linger bool) *extender {
 	e := &extender{nodes: nodes, bg: bg, items: map[*holding]*extension{}, kick: make(chan struct{}, 1), linger: linger}
+	e.timer = time.NewTimer(idleWake)
+	e.timer.Stop()
 	e.idle = sync.NewCond(&e.mu)
 	return e
 }
@@ -70,7 +73,9 @@ func (e *extender) schedule(l *Lock, h *holding, timeout time.Duration) {
 			e.loop()
 		}()
 	case !e.wakeAt.IsZero() && x.at.Before(e.wakeAt):
-		e.wake() // due before the loop would wake
+		// Due before the loop wakes: move its alarm, without waking it now.
+		e.wakeAt = x.at
+		e.timer.Reset(time.Until(x.at))
 	}
 }
 
@@ -84,7 +89,7 @@ func (e *extender) unschedule(h *holding, wait bool) {
 		return
 	}
 	delete(e.items, h)
-	if len(e.items) == 0 {
+	if len(e.items) == 0 && !e.linger {
 		e.wake() // let the loop end
 	}
 	for wait && x.busy {
@@ -109,17 +114,15 @@ func (x *extension) plan(wait time.Duration) {
 
 // loop is the extender's goroutine.
 func (e *extender) loop() {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	defer e.timer.Stop()
 	for {
-		batch, next, empty := e.take()
+		batch, empty := e.take()
 		if empty {
 			return
 		}
 		if len(batch) == 0 {
-			timer.Reset(time.Until(next))
 			select {
-			case <-timer.C:
+			case <-e.timer.C:
 			case <-e.kick:
 			}
 			e.mu.Lock()
@@ -142,13 +145,15 @@ func (e *extender) loop() {
 // idleWake is how long an idle lingering loop sleeps unless kicked.
 const idleWake = time.Hour
 
-// take returns the extensions due now (marked busy), or the time the next
-// one is due; empty means nothing is scheduled and the loop has ended. A
-// lingering loop does not end: it sleeps until kicked.
-func (e *extender) take() (batch []*extension, next time.Time, empty bool) {
+// take returns the extensions due now (marked busy), or, when none is,
+// sets the loop's alarm for the next; empty means nothing is scheduled and
+// the loop has ended. A lingering loop does not end: it sleeps until kicked
+// or until a new extension moves its alarm.
+func (e *extender) take() (batch []*extension, empty bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
+	var next time.Time
 	for h, x := range e.items {
 		if h.over.Load() || !x.until.IsZero() && x.at.After(x.until) {
 			delete(e.items, h) // autoextend timeout: let it expire
@@ -164,14 +169,15 @@ func (e *extender) take() (batch []*extension, next time.Time, empty bool) {
 	if len(e.items) == 0 && len(batch) == 0 {
 		if !e.linger {
 			e.running = false
-			return nil, time.Time{}, true
+			return nil, true
 		}
 		next = now.Add(idleWake)
 	}
 	if len(batch) == 0 {
 		e.wakeAt = next
+		e.timer.Reset(next.Sub(now))
 	}
-	return batch, next, false
+	return batch, false
 }
 
 // stop ends a lingering loop once nothing is scheduled.
