@@ -30,7 +30,7 @@ type extender struct {
 	idle    *sync.Cond // signalled when a batch is done
 	items   map[*holding]*extension
 	running bool
-	linger  bool      // keep the loop while idle (a factory's, until stop)
+	linger  bool        // keep the loop while idle (a factory's, until stop)
 	wakeAt  time.Time   // when the sleeping loop wakes; zero while it works
 	timer   *time.Timer // the loop's alarm, set under mu
 	kick    chan struct{}
