@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the tests need (redis-server, redis-sentinel) when it is
 # missing, then runs every test of the module under the race detector with
-# the goroutine-leak checks of each package's TestMain.
+# the goroutine-leak checks of each package's TestMain, and the smoke test
+# of the benchmark tool (its own module, bench/). The failover suite uses
+# Docker when an engine answers (it builds its Redis image from the local
+# redis-server, no registry needed) and local processes otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,3 +21,4 @@ fi
 
 go vet ./...
 go test -race -count=1 -timeout 15m "$@" ./...
+(cd bench && go vet ./... && go test -count=1 -timeout 5m ./...)
