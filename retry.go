@@ -39,7 +39,7 @@ func (rw *retryWaiter) joinQueue(ctx context.Context) error {
 	select {
 	case <-rw.in.ready:
 	default:
-		return nil // the queue has just emptied: attempt at once
+		return nil // the queue emptied meanwhile and this watch subscribed anew: attempt at once
 	}
 	rw.heard = true
 	return rw.wait(ctx, rand.N(rw.l.cfg.retryDelay+1))
