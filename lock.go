@@ -274,7 +274,9 @@ func (l *Lock) endAcquire() {
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
 	att := &attempt{token: newToken(), lock: l}
 	att.arg = att.token
-	set := nodeCmd{name: "SET", args: []any{l.nameArg, att.arg, "NX", "PX", l.ttlArg}, judge: judgeSet}
+	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
+	// cancelled attempt learns what each node did and can clean up after it.
+	set := nodeCmd{name: "SET", args: []any{l.nameArg, att.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
 	var after func(*node, reply)
 	if !l.pipelined() { // late replies are cleaned up in their goroutines
 		att.decided = make(chan struct{})
@@ -378,10 +380,32 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, n *node, rep reply
 	default:
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
-	defer cancel()
-	n.run(cctx, l.scriptCmd(releaseScript, att.arg))
+	l.discardOn(ctx, n, att.arg, rep.err != nil)
 }
+
+// discardOn deletes a token's key on one node over a pool connection. A
+// delete that fails is tried again, and so is one that found nothing when
+// the node's answer to the SET was lost (a timeout or reset): that SET may
+// still be travelling on its closed connection and land after this delete.
+// Three tries, a node timeout apart and then two; a key that lands later
+// still expires with its TTL.
+func (l *Lock) discardOn(ctx context.Context, n *node, token any, uncertain bool) {
+	del := l.scriptCmd(releaseScript, token)
+	for try := range discardTries {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * l.cfg.nodeTimeout)
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
+		rep := n.run(cctx, del)
+		cancel()
+		if rep.err == nil && (rep.ok || !uncertain) {
+			return
+		}
+	}
+}
+
+// discardTries bounds the deletes of one failed attempt's key on one node.
+const discardTries = 3
 
 // validity is what remains of the TTL after a round: ttl - elapsed - drift.
 func (l *Lock) validity(r round) time.Duration {
@@ -563,6 +587,19 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 		return invalidOp("lock %q released twice", l.name)
 	}
 	r := l.releaseNodes(ctx, h.att)
+	if failed := r.failed(); failed != 0 {
+		// Nodes that failed or timed out may still hold the key: try them
+		// again in the background, so that the next holder finds them free.
+		l.bg.Add(1)
+		go func() {
+			defer l.bg.Done()
+			for _, n := range l.fan.nodes {
+				if failed&(1<<n.index) != 0 {
+					l.discardOn(ctx, n, h.att.arg, true)
+				}
+			}
+		}()
+	}
 	if !r.reached(l.cfg.quorum) {
 		return r.failure("released", len(l.fan.nodes), l.cfg.quorum)
 	}

@@ -334,8 +334,9 @@ func TestCancelledContext(t *testing.T) {
 }
 
 // TestCancelledAttemptLeavesNothing: two nodes execute the SET but their
-// replies never arrive; the caller's context ends mid-attempt. The keys the
-// attempt did write must be deleted everywhere.
+// replies never arrive; the caller's context ends mid-attempt. Acquire
+// returns at once, and the keys the attempt did write are deleted
+// everywhere once the node commands end (within the node timeout).
 func TestCancelledAttemptLeavesNothing(t *testing.T) {
 	c, raw := cluster(t, 3)
 	pools := make([]redlock.Pool, 3)
@@ -346,7 +347,7 @@ func TestCancelledAttemptLeavesNothing(t *testing.T) {
 	}
 	faulty[1].LoseReplies.Store(true)
 	faulty[2].LoseReplies.Store(true)
-	l, _ := redlock.NewLock("midway", pools, redlock.WithTTL(60*time.Second), redlock.WithNodeTimeout(10*time.Second))
+	l, _ := redlock.NewLock("midway", pools, redlock.WithTTL(60*time.Second), redlock.WithNodeTimeout(time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { // cancel once both SETs were executed by their nodes
 		defer cancel()
@@ -429,4 +430,29 @@ func TestReleaseReachesEveryNodeAfterCancel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseRetriesFailedNode: a node refuses connections while the lock is
+// released, so Release succeeds on the other two; once the node is back, the
+// background retry deletes its key, and the next holder gets all three.
+func TestReleaseRetriesFailedNode(t *testing.T) {
+	c, raw := cluster(t, 3)
+	pools := make([]redlock.Pool, 3)
+	faulty := make([]*faultpool.Pool, 3)
+	for i := range raw {
+		faulty[i] = &faultpool.Pool{Inner: raw[i]}
+		pools[i] = faulty[i]
+	}
+	ctx := ctxT(t, 10*time.Second)
+	l, _ := redlock.NewLock("retry-release", pools, redlock.WithTTL(60*time.Second), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithAutoextend(false))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "the key on every node", func() bool { return countHolders(t, c, "retry-release") == 3 })
+	faulty[2].Refuse.Store(true)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release with 2 of 3 nodes: %v", err)
+	}
+	faulty[2].Refuse.Store(false)
+	waitFor(t, 3*time.Second, "the retried delete on node 2", func() bool { return rawGet(t, c, 2, "retry-release") == "" })
 }

@@ -209,16 +209,28 @@ func (p *pipeline) dial() (*pconn, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, src := range p.setup {
-		if _, err := redis.DoContext(c, ctx, "SCRIPT", "LOAD", src); err != nil {
-			c.Close()
-			return nil, err
-		}
+	if err := loadPipelined(ctx, c, p.setup); err != nil {
+		c.Close()
+		return nil, err
 	}
 	pc := &pconn{c: c, stall: p.stall, inflight: make(chan *pcall, inflightCap), dead: make(chan struct{})}
 	pc.readerDone.Add(1)
 	go pc.readLoop()
 	return pc, nil
+}
+
+// loadPipelined loads scripts in one round trip, so that a distant node
+// gets a connection as soon as a near one.
+func loadPipelined(ctx context.Context, c redis.Conn, srcs []string) error {
+	for _, src := range srcs {
+		if err := c.Send("SCRIPT", "LOAD", src); err != nil {
+			return err
+		}
+	}
+	if _, err := redis.DoContext(c, ctx, ""); err != nil { // flushes and reads every reply
+		return err
+	}
+	return nil
 }
 
 // pconn is one pipelined connection: the writer sends on it, the reader

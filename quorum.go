@@ -52,8 +52,17 @@ func (r *round) each(fn func(n *node, rep *reply)) {
 	}
 }
 
-// counted reports whether node i's reply was counted.
-func (r *round) counted(i int) bool { return r.got&(1<<i) != 0 }
+// failed returns the nodes that answered with an error or were given up on;
+// nodes not yet heard from when the round decided early are not among them.
+func (r *round) failed() uint64 {
+	mask := r.late
+	r.each(func(n *node, rep *reply) {
+		if rep.err != nil {
+			mask |= 1 << n.index
+		}
+	})
+	return mask
+}
 
 // nodeCmd is the command a quorum round sends to every node, with the
 // reading of its reply.
