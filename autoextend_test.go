@@ -11,7 +11,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/faultpool"
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
@@ -89,12 +88,7 @@ func TestAutoextendDetectsLoss(t *testing.T) {
 // for a while: a quorum is still extendable, so the lock is kept.
 func TestAutoextendRidesOutTransientFailure(t *testing.T) {
 	_, raw := cluster(t, 3)
-	pools := make([]redlock.Pool, 3)
-	faulty := make([]*faultpool.Pool, 3)
-	for i := range raw {
-		faulty[i] = &faultpool.Pool{Inner: raw[i]}
-		pools[i] = faulty[i]
-	}
+	pools, faulty := withFaults(raw)
 	ctx := ctxT(t, 30*time.Second)
 	l, _ := redlock.NewLock("transient", pools, redlock.WithTTL(500*time.Millisecond))
 	if _, err := l.Acquire(ctx); err != nil {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/faultpool"
 )
 
 func TestAcquireReleaseWritesTokenOnEveryNode(t *testing.T) {
@@ -339,12 +338,7 @@ func TestCancelledContext(t *testing.T) {
 // everywhere once the node commands end (within the node timeout).
 func TestCancelledAttemptLeavesNothing(t *testing.T) {
 	c, raw := cluster(t, 3)
-	pools := make([]redlock.Pool, 3)
-	faulty := make([]*faultpool.Pool, 3)
-	for i := range raw {
-		faulty[i] = &faultpool.Pool{Inner: raw[i]}
-		pools[i] = faulty[i]
-	}
+	pools, faulty := withFaults(raw)
 	faulty[1].LoseReplies.Store(true)
 	faulty[2].LoseReplies.Store(true)
 	l, _ := redlock.NewLock("midway", pools, redlock.WithTTL(60*time.Second), redlock.WithNodeTimeout(time.Second))
@@ -437,12 +431,7 @@ func TestReleaseReachesEveryNodeAfterCancel(t *testing.T) {
 // background retry deletes its key, and the next holder gets all three.
 func TestReleaseRetriesFailedNode(t *testing.T) {
 	c, raw := cluster(t, 3)
-	pools := make([]redlock.Pool, 3)
-	faulty := make([]*faultpool.Pool, 3)
-	for i := range raw {
-		faulty[i] = &faultpool.Pool{Inner: raw[i]}
-		pools[i] = faulty[i]
-	}
+	pools, faulty := withFaults(raw)
 	ctx := ctxT(t, 10*time.Second)
 	l, _ := redlock.NewLock("retry-release", pools, redlock.WithTTL(60*time.Second), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithAutoextend(false))
 	if _, err := l.Acquire(ctx); err != nil {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/faultpool"
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
@@ -104,6 +105,17 @@ func rawGet(t *testing.T, c *redistest.Cluster, i int, key string) string {
 		t.Fatalf("GET %s on node %d: %v", key, i, err)
 	}
 	return v
+}
+
+// withFaults wraps every pool in a faultpool.Pool.
+func withFaults(raw []redlock.Pool) ([]redlock.Pool, []*faultpool.Pool) {
+	pools := make([]redlock.Pool, len(raw))
+	faulty := make([]*faultpool.Pool, len(raw))
+	for i := range raw {
+		faulty[i] = &faultpool.Pool{Inner: raw[i]}
+		pools[i] = faulty[i]
+	}
+	return pools, faulty
 }
 
 // countHolders counts the nodes on which key exists.
