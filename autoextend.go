@@ -20,8 +20,9 @@ const maxExtendBatch = 1000
 // lock of a Factory (or a lone Lock): it sleeps until the earliest extension
 // is due, then extends all locks due by then with one script call per node,
 // so the cost per held lock is a few bytes in a batch rather than a timer,
-// a goroutine and a round trip. The goroutine runs only while some lock is
-// scheduled and is tracked in bg, so Close can wait for it.
+// a goroutine and a round trip. The goroutine is tracked in bg so its owner
+// can wait for it: a lone Lock's runs only while the lock is scheduled; a
+// Factory's stays, asleep when idle, until Close.
 type extender struct {
 	nodes []*node
 	bg    *sync.WaitGroup

@@ -269,8 +269,10 @@ func (l *Lock) endAcquire() {
 
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
 // node at once, deciding at quorum. It returns the validity, or an error
-// that says why the attempt failed; a failed attempt's keys are deleted by the node
-// goroutines as their answers arrive, late ones included.
+// that says why the attempt failed. A failed attempt's keys are deleted on
+// every node that did not refuse: queued behind the SETs on pipelined
+// connections, or by the node goroutines as their answers arrive, late ones
+// included, on pool connections.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *attempt, round, error) {
 	att := &attempt{token: newToken(), lock: l}
 	att.arg = att.token
