@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -96,7 +97,13 @@ func (p *pipeline) send(_ context.Context, c *pcall) {
 		p.mu.Unlock()
 		return
 	}
+	busy := len(p.cur.inflight) > 0
 	p.mu.Unlock()
+	if busy {
+		// The node is still answering earlier commands: let the other
+		// callers that are about to send join this batch, saving writes.
+		runtime.Gosched()
+	}
 	p.flush()
 }
 
