@@ -173,7 +173,7 @@ func (s *suite) slowThenFast(t *testing.T, lockers func(string) locker, lock str
 	const lag = 150 * time.Millisecond
 	h := newHistory()
 	ctx := context.Background()
-	for range rounds {
+	for round := range rounds {
 		for i := range 3 {
 			s.c.Delay(i, lag)
 		}
@@ -186,7 +186,7 @@ func (s *suite) slowThenFast(t *testing.T, lockers func(string) locker, lock str
 			s.c.Delay(i, 0)
 		}
 		if err != nil {
-			t.Logf("A's slow acquire failed: %v", err)
+			t.Logf("round %d: A's slow acquire failed: %v", round+1, err)
 			time.Sleep(time.Second)
 			continue
 		}
