@@ -589,19 +589,6 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 		return invalidOp("lock %q released twice", l.name)
 	}
 	r := l.releaseNodes(ctx, h.att)
-	if failed := r.failed(); failed != 0 {
-		// Nodes that failed or timed out may still hold the key: try them
-		// again in the background, so that the next holder finds them free.
-		l.bg.Add(1)
-		go func() {
-			defer l.bg.Done()
-			for _, n := range l.fan.nodes {
-				if failed&(1<<n.index) != 0 {
-					l.discardOn(ctx, n, h.att.arg, true)
-				}
-			}
-		}()
-	}
 	if !r.reached(l.cfg.quorum) {
 		return r.failure("released", len(l.fan.nodes), l.cfg.quorum)
 	}
@@ -617,6 +604,16 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 func (l *Lock) releaseNodes(ctx context.Context, att *attempt) round {
 	del := l.scriptCmd(releaseScript, att.arg)
 	del.detached = true
+	// A node that fails the delete, before or after the round decided,
+	// may still hold the key: it is tried again in the background, so that
+	// the next holder finds it free.
+	del.onError = func(n *node) {
+		l.bg.Add(1)
+		go func() {
+			defer l.bg.Done()
+			l.discardOn(context.Background(), n, att.arg, true)
+		}()
+	}
 	w := l.waker()
 	if w != nil {
 		del.queued = att

@@ -84,7 +84,11 @@ func (n *node) complete(c *pcall, v any, err error) {
 		go n.pipe.send(retry.ctx, retry)
 		return
 	}
-	c.slots[n.index] = n.judge(c.cmd, v, err)
+	rep := n.judge(c.cmd, v, err)
+	if rep.err != nil && c.cmd.onError != nil {
+		c.cmd.onError(n)
+	}
+	c.slots[n.index] = rep
 	c.out <- uint8(n.index)
 }
 

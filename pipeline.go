@@ -234,8 +234,14 @@ func loadPipelined(ctx context.Context, c redis.Conn, srcs []string) error {
 			return err
 		}
 	}
-	if _, err := redis.DoContext(c, ctx, ""); err != nil { // flushes and reads every reply
+	replies, err := redis.Values(redis.DoContext(c, ctx, "")) // flushes and reads every reply
+	if err != nil {
 		return err
+	}
+	for _, r := range replies {
+		if e, ok := r.(redis.Error); ok {
+			return e
+		}
 	}
 	return nil
 }

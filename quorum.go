@@ -52,18 +52,6 @@ func (r *round) each(fn func(n *node, rep *reply)) {
 	}
 }
 
-// failed returns the nodes that answered with an error or were given up on;
-// nodes not yet heard from when the round decided early are not among them.
-func (r *round) failed() uint64 {
-	mask := r.late
-	r.each(func(n *node, rep *reply) {
-		if rep.err != nil {
-			mask |= 1 << n.index
-		}
-	})
-	return mask
-}
-
 // nodeCmd is the command a quorum round sends to every node, with the
 // reading of its reply.
 type nodeCmd struct {
@@ -76,6 +64,9 @@ type nodeCmd struct {
 	// detached commands outlive the caller's context, which bounds only its
 	// wait: a release or cleanup must reach the slow nodes too.
 	detached bool
+	// onError, if set, is called (it must not block) for every node whose
+	// command failed, also after the round was decided.
+	onError func(n *node)
 }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
@@ -165,6 +156,9 @@ func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply,
 	nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
 	rep := n.run(nctx, cmd)
 	cancel()
+	if rep.err != nil && cmd.onError != nil {
+		cmd.onError(n)
+	}
 	slots[n.index] = rep
 	results <- uint8(n.index)
 	if after != nil {
