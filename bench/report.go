@@ -306,7 +306,7 @@ func (r *report) writeMarkdown(path string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run of %s, %.0f s, %d interleaved round(s) per workload; slow node: +%s per round trip.\n\n",
 		r.Started.Format(time.RFC3339), r.DurationSeconds, r.Rounds, r.SlowNodeRTT)
-	fmt.Fprintf(&b, "Command: `go run -C bench . %s`\n\n", strings.Join(r.Args, " "))
+	fmt.Fprintf(&b, "Command: `%s`\n\n", strings.TrimSpace("go run -C bench . "+strings.Join(r.Args, " ")))
 	fmt.Fprintf(&b, "Machine: %d CPUs, %s, %s; %s; %s; load average at the end: %s\n\n",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.OS, r.Machine.Go, r.Machine.Redis, r.Machine.LoadAvg)
 	keys := make([]string, 0, len(r.Versions))
