@@ -18,7 +18,8 @@ type Factory struct {
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 	bg       sync.WaitGroup
 	ext      *extender
-	wake     *waker // nil: blocked Acquire calls poll
+	wake     *waker        // nil: blocked Acquire calls poll
+	closing  chan struct{} // closed by Close: background retries stop waiting
 
 	mu     sync.Mutex
 	closed bool
@@ -37,7 +38,7 @@ func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Factory{nodes: ns, defaults: defaultConfig().apply(opts), held: map[*Lock]struct{}{}}
+	f := &Factory{nodes: ns, defaults: defaultConfig().apply(opts), held: map[*Lock]struct{}{}, closing: make(chan struct{})}
 	check := f.defaults
 	if err := check.validate(len(ns)); err != nil {
 		return nil, err
@@ -173,6 +174,7 @@ func (f *Factory) Close() error {
 		f.wake.close()
 	}
 	f.ext.stop() // drops lost holdings and ends the extender
+	close(f.closing)
 	f.bg.Wait()
 	for _, p := range f.ownPools {
 		if err := p.Close(); err != nil {

@@ -389,25 +389,47 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, n *node, rep reply
 // delete that fails is tried again, and so is one that found nothing when
 // the node's answer to the SET was lost (a timeout or reset): that SET may
 // still be travelling on its closed connection and land after this delete.
-// Three tries, a node timeout apart and then two; a key that lands later
-// still expires with its TTL.
+// The pauses between tries double from the node timeout for as long as the
+// key could live (its TTL); a factory's Close cuts the pause short for one
+// last try.
 func (l *Lock) discardOn(ctx context.Context, n *node, token any, uncertain bool) {
 	del := l.scriptCmd(releaseScript, token)
-	for try := range discardTries {
-		if try > 0 {
-			time.Sleep(time.Duration(try) * l.cfg.nodeTimeout)
-		}
+	pause, waited, last := l.cfg.nodeTimeout, time.Duration(0), false
+	for try := 0; ; try++ {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.nodeTimeout)
 		rep := n.run(cctx, del)
 		cancel()
-		if rep.err == nil && (rep.ok || !uncertain) {
+		if last || rep.err == nil && (rep.ok || !uncertain || try >= minUncertainTries-1) {
 			return
 		}
+		if waited += pause; waited > l.cfg.ttl {
+			return // the key has expired by now
+		}
+		last = !l.sleepUnlessClosed(pause)
+		pause *= 2
 	}
 }
 
-// discardTries bounds the deletes of one failed attempt's key on one node.
-const discardTries = 3
+// minUncertainTries is how many deletes a key whose SET may still land
+// gets, even when the first finds nothing.
+const minUncertainTries = 3
+
+// sleepUnlessClosed waits d; it reports false at once when the lock's
+// factory closes.
+func (l *Lock) sleepUnlessClosed(d time.Duration) bool {
+	var closing <-chan struct{}
+	if l.owner != nil {
+		closing = l.owner.closing
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-closing:
+		return false
+	}
+}
 
 // validity is what remains of the TTL after a round: ttl - elapsed - drift.
 func (l *Lock) validity(r round) time.Duration {
