@@ -319,6 +319,18 @@ func newToken() string {
 	return string(buf[:])
 }
 
+// retryOn deletes the attempt's key on node n again in the background: the
+// node failed its delete, so it may still hold the key, and the next holder
+// should find it free.
+func (a *attempt) retryOn(n *node) {
+	l := a.lock
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		l.discardOn(context.Background(), n, a.arg, true)
+	}()
+}
+
 // announce tells the local waiters that the attempt's holding was released.
 func (a *attempt) announce() {
 	if w := a.lock.waker(); w != nil {
@@ -389,9 +401,9 @@ func (l *Lock) cleanupLate(ctx context.Context, att *attempt, n *node, rep reply
 // delete that fails is tried again, and so is one that found nothing when
 // the node's answer to the SET was lost (a timeout or reset): that SET may
 // still be travelling on its closed connection and land after this delete.
-// The pauses between tries double from the node timeout for as long as the
-// key could live (its TTL); a factory's Close cuts the pause short for one
-// last try.
+// The pauses between tries double from the node timeout, for at most
+// maxDiscardWait node timeouts in all (or the TTL, when shorter: the key is
+// gone by then); a factory's Close cuts the pause short for one last try.
 func (l *Lock) discardOn(ctx context.Context, n *node, token any, uncertain bool) {
 	del := l.scriptCmd(releaseScript, token)
 	pause, waited, last := l.cfg.nodeTimeout, time.Duration(0), false
@@ -402,13 +414,17 @@ func (l *Lock) discardOn(ctx context.Context, n *node, token any, uncertain bool
 		if last || rep.err == nil && (rep.ok || !uncertain || try >= minUncertainTries-1) {
 			return
 		}
-		if waited += pause; waited > l.cfg.ttl {
-			return // the key has expired by now
+		if waited += pause; waited > min(l.cfg.ttl, maxDiscardWait*l.cfg.nodeTimeout) {
+			return
 		}
 		last = !l.sleepUnlessClosed(pause)
 		pause *= 2
 	}
 }
+
+// maxDiscardWait bounds, in node timeouts, how long discardOn keeps trying:
+// pauses of 1, 2 and 4.
+const maxDiscardWait = 7
 
 // minUncertainTries is how many deletes a key whose SET may still land
 // gets, even when the first finds nothing.
@@ -626,23 +642,10 @@ func (l *Lock) release(ctx context.Context, cause error) error {
 func (l *Lock) releaseNodes(ctx context.Context, att *attempt) round {
 	del := l.scriptCmd(releaseScript, att.arg)
 	del.detached = true
-	// A node that fails the delete, before or after the round decided,
-	// may still hold the key: it is tried again in the background, so that
-	// the next holder finds it free.
-	del.onError = func(n *node) {
-		l.bg.Add(1)
-		go func() {
-			defer l.bg.Done()
-			l.discardOn(context.Background(), n, att.arg, true)
-		}()
-	}
-	w := l.waker()
-	if w != nil {
-		del.queued = att
-	}
+	del.release = att
 	r := l.fan.run(ctx, del, false, nil)
-	if w != nil && !l.pipelined() && r.reached(l.cfg.quorum) {
-		w.released(l.name, att.token)
+	if !l.pipelined() && r.reached(l.cfg.quorum) {
+		att.announce()
 	}
 	return r
 }

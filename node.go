@@ -85,8 +85,8 @@ func (n *node) complete(c *pcall, v any, err error) {
 		return
 	}
 	rep := n.judge(c.cmd, v, err)
-	if rep.err != nil && c.cmd.onError != nil {
-		c.cmd.onError(n)
+	if rep.err != nil && c.cmd.release != nil {
+		c.cmd.release.retryOn(n)
 	}
 	c.slots[n.index] = rep
 	c.out <- uint8(n.index)

@@ -60,13 +60,14 @@ type nodeCmd struct {
 	args   []any
 	judge  func(v any) reply // reads a reply that is not an error
 	wire   []any             // EVALSHA arguments, built once per round
-	queued *attempt          // if set, its release is announced once the command is queued on every (pipelined) node
+	// release, if set, is the attempt whose key the command deletes: the
+	// release is announced to local waiters once the command is queued on
+	// every (pipelined) node, and a node whose delete fails, before or
+	// after the round decided, is tried again in the background.
+	release *attempt
 	// detached commands outlive the caller's context, which bounds only its
 	// wait: a release or cleanup must reach the slow nodes too.
 	detached bool
-	// onError, if set, is called (it must not block) for every node whose
-	// command failed, also after the round was decided.
-	onError func(n *node)
 }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
@@ -104,8 +105,6 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	}
 	results := make(chan uint8, len(f.nodes))
 	pipelined := f.nodes[0].pipe != nil // a factory's nodes are all one way
-	queued := cmd.queued
-	cmd.queued = nil
 	if cmd.script != nil && pipelined && cmd.wire == nil {
 		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
 	}
@@ -123,8 +122,8 @@ func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(
 	}
 	var timeout <-chan time.Time
 	if pipelined { // pool goroutines bound themselves with their contexts
-		if queued != nil {
-			queued.announce()
+		if cmd.release != nil {
+			cmd.release.announce()
 		}
 		t := timers.Get().(*time.Timer)
 		t.Reset(f.nodeTimeout)
@@ -156,8 +155,8 @@ func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply,
 	nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
 	rep := n.run(nctx, cmd)
 	cancel()
-	if rep.err != nil && cmd.onError != nil {
-		cmd.onError(n)
+	if rep.err != nil && cmd.release != nil {
+		cmd.release.retryOn(n)
 	}
 	slots[n.index] = rep
 	results <- uint8(n.index)
