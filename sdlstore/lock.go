@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -253,13 +254,12 @@ func (l *Lock) ValidityTime(ctx context.Context) (time.Duration, error) {
 		l.rl = nil
 		return 0, notHeld(l.key)
 	}
-	var least time.Duration
-	for _, t := range times {
-		if t > 0 && (least == 0 || t < least) {
-			least = t
-		}
-	}
-	return least, nil
+	// A quorum (the default N/2+1 of the lock) holds it as long as the
+	// quorum-th longest remaining time: the nodes beyond the quorum may lag
+	// (an extension returns once a quorum took it).
+	sorted := slices.Clone(times)
+	slices.Sort(sorted)
+	return sorted[len(sorted)-(len(sorted)/2+1)], nil
 }
 
 // notHeld is the ErrLockNotHeld of a lock key.
