@@ -321,6 +321,10 @@ func (s *suite) restartWithoutPersistence(t *testing.T) {
 			if err != nil {
 				t.Fatalf("A could not acquire on 3 of 5 nodes: %v", err)
 			}
+			// A decided at quorum while its SETs to nodes 3 and 4 were
+			// still waiting on the partition; let them fail (dial and
+			// node timeouts) before healing, or one may land afterwards.
+			time.Sleep(500 * time.Millisecond)
 			a.Heal(3)
 			a.Heal(4)
 			ks := s.keys(t, lock)
