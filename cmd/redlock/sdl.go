@@ -145,6 +145,21 @@ func sdlContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), sdlOpTimeout)
 }
 
+// withStore makes a RunE that opens the store, bounds the operation with
+// sdlOpTimeout, runs fn, and closes the store.
+func (s *sdlCmd) withStore(fn func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := s.open(cmd)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		ctx, cancel := sdlContext(cmd)
+		defer cancel()
+		return fn(cmd, ctx, c, args)
+	}
+}
+
 func (s *sdlCmd) getCmd() *cobra.Command {
 	var raw bool
 	cmd := &cobra.Command{
@@ -162,14 +177,7 @@ are. Exits 1 when a key is missing.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			ctx, cancel := sdlContext(cmd)
-			defer cancel()
+		RunE: s.withStore(func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error {
 			ns, keys := args[0], args[1:]
 			vals, err := c.store.Get(ctx, ns, keys...)
 			if err != nil {
@@ -192,7 +200,7 @@ are. Exits 1 when a key is missing.`,
 				return exitCode(exitFailure, fmt.Errorf("not found in namespace %q: %s", ns, strings.Join(missing, ", ")))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&raw, "raw", false, "write the value of one key unchanged, without a newline")
 	return cmd
@@ -213,14 +221,8 @@ func (s *sdlCmd) setCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			ctx, cancel := sdlContext(cmd)
-			defer cancel()
+		RunE: s.withStore(func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error {
+			var err error
 			ns := args[0]
 			if ifAbsent {
 				var ok bool
@@ -242,7 +244,7 @@ func (s *sdlCmd) setCmd() *cobra.Command {
 				return classify(c.store.SetAndPublish(ctx, ns, pub.events, data))
 			}
 			return classify(c.store.Set(ctx, ns, data))
-		},
+		}),
 	}
 	pub = addPublishFlag(cmd)
 	cmd.Flags().BoolVar(&ifAbsent, "if-absent", false, "write only if the key does not exist (exit 1 if it does)")
@@ -264,14 +266,8 @@ func (s *sdlCmd) rmCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			ctx, cancel := sdlContext(cmd)
-			defer cancel()
+		RunE: s.withStore(func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error {
+			var err error
 			ns := args[0]
 			switch {
 			case all && len(pub.events) > 0:
@@ -284,7 +280,7 @@ func (s *sdlCmd) rmCmd() *cobra.Command {
 				err = c.store.Remove(ctx, ns, args[1:]...)
 			}
 			return classify(err)
-		},
+		}),
 	}
 	pub = addPublishFlag(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "remove every key of the namespace")
@@ -301,14 +297,7 @@ func (s *sdlCmd) keysCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			ctx, cancel := sdlContext(cmd)
-			defer cancel()
+		RunE: s.withStore(func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error {
 			pattern := "*"
 			if len(args) == 2 {
 				pattern = args[1]
@@ -321,7 +310,7 @@ func (s *sdlCmd) keysCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), k)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -400,14 +389,8 @@ func (s *sdlCmd) namespacesCmd() *cobra.Command {
 		Long: `Walk every instance with SCAN and list the namespaces that hold at least
 one key ("{ns},..."), sorted.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := s.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			ctx, cancel := sdlContext(cmd)
-			defer cancel()
+		RunE: s.withStore(func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error {
+			var err error
 			var names []string
 			switch l, ok := any(c.store).(namespaceLister); {
 			case ok:
@@ -424,7 +407,7 @@ one key ("{ns},..."), sorted.`,
 				fmt.Fprintln(cmd.OutOrStdout(), n)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
