@@ -238,16 +238,23 @@ func (c *Cluster) Kill(i int) {
 	c.check("Kill", i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.killLocked("Kill", i)
+}
+
+// killLocked kills node i unless it is killed already, continuing it first
+// if paused; c.mu is held.
+func (c *Cluster) killLocked(op string, i int) {
+	c.tb.Helper()
 	switch c.state[i] {
 	case stateKilled:
 		return
 	case statePaused:
 		if err := c.backend.unpause(i); err != nil {
-			c.fail("Kill", i, err)
+			c.fail(op, i, err)
 		}
 	}
 	if err := c.backend.kill(i); err != nil {
-		c.fail("Kill", i, err)
+		c.fail(op, i, err)
 	}
 	c.gens[i].Add(1)
 	c.state[i] = stateKilled
@@ -262,18 +269,7 @@ func (c *Cluster) Restart(i int) {
 	c.check("Restart", i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state[i] == statePaused {
-		if err := c.backend.unpause(i); err != nil {
-			c.fail("Restart", i, err)
-		}
-	}
-	if c.state[i] != stateKilled {
-		if err := c.backend.kill(i); err != nil {
-			c.fail("Restart", i, err)
-		}
-		c.gens[i].Add(1)
-		c.state[i] = stateKilled
-	}
+	c.killLocked("Restart", i)
 	addr, err := c.backend.restart(i)
 	if err != nil {
 		c.fail("Restart", i, err)
