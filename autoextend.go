@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // minExtendRetry bounds how often a failing extension is retried.
@@ -20,12 +18,12 @@ const maxExtendBatch = 1000
 // lock of a Factory (or a lone Lock): it sleeps until the earliest extension
 // is due, then extends all locks due by then with one script call per node,
 // so the cost per held lock is a few bytes in a batch rather than a timer,
-// a goroutine and a round trip. The goroutine is tracked in bg so its owner
-// can wait for it: a lone Lock's runs only while the lock is scheduled; a
-// Factory's stays, asleep when idle, until Close.
+// a goroutine and a round trip. The goroutine is the owner's: a lone Lock's
+// runs only while a lock is scheduled; a Factory's stays, asleep when idle,
+// until Close stops it.
 type extender struct {
 	nodes []*node
-	bg    *sync.WaitGroup
+	o     *owner
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when a batch is done
@@ -47,8 +45,8 @@ type extension struct {
 	busy  bool      // part of the batch in flight
 }
 
-func newExtender(nodes []*node, bg *sync.WaitGroup, linger bool) *extender {
-	e := &extender{nodes: nodes, bg: bg, items: map[*holding]*extension{}, kick: make(chan struct{}, 1), linger: linger}
+func newExtender(nodes []*node, o *owner) *extender {
+	e := &extender{nodes: nodes, o: o, items: map[*holding]*extension{}, kick: make(chan struct{}, 1), linger: true}
 	e.timer = time.NewTimer(idleWake)
 	e.timer.Stop()
 	e.idle = sync.NewCond(&e.mu)
@@ -61,18 +59,13 @@ func (e *extender) schedule(l *Lock, h *holding, timeout time.Duration) {
 	if timeout > 0 {
 		x.until = time.Now().Add(timeout)
 	}
-	x.plan(l.remaining(h) * 3 / 4)
+	x.plan(h.remaining() * 3 / 4)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.items[h] = x
 	switch {
 	case !e.running:
-		e.running = true
-		e.bg.Add(1)
-		go func() {
-			defer e.bg.Done()
-			e.loop()
-		}()
+		e.running = e.o.spawn(e.loop) // refused only once the owner closed
 	case !e.wakeAt.IsZero() && x.at.Before(e.wakeAt):
 		// Due before the loop wakes: move its alarm, without waking it now.
 		e.wakeAt = x.at
@@ -156,7 +149,7 @@ func (e *extender) take() (batch []*extension, empty bool) {
 	now := time.Now()
 	var next time.Time
 	for h, x := range e.items {
-		if h.over.Load() || !x.until.IsZero() && x.at.After(x.until) {
+		if !h.live() || !x.until.IsZero() && x.at.After(x.until) {
 			delete(e.items, h) // autoextend timeout: let it expire
 			continue
 		}
@@ -199,24 +192,13 @@ func (e *extender) extend(batch []*extension) {
 		nodeTimeout = max(nodeTimeout, x.l.cfg.nodeTimeout)
 	}
 	for _, x := range batch {
-		args = append(args, x.h.att.arg, x.l.ttlArg)
+		args = append(args, x.h.arg, x.l.ttlArg)
 	}
-	cmd := nodeCmd{script: extendManyScript, args: args, judge: judgeList(len(batch))}
-	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, bg: e.bg}
-	r := fan.run(context.Background(), cmd, true, nil)
+	cmd := command{script: extendManyScript, args: args, judge: judgeList(len(batch))}
+	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, dying: e.o.dying}
+	r := fan.run(context.Background(), &cmd, true)
 	for i, x := range batch {
 		e.apply(x, r, i)
-	}
-}
-
-// judgeList accepts a reply of n integers.
-func judgeList(n int) func(v any) reply {
-	return func(v any) reply {
-		vals, err := redis.Int64s(v, nil)
-		if err == nil && len(vals) != n {
-			err = redis.Error("unexpected batch reply length")
-		}
-		return reply{ok: err == nil, raw: vals, err: err}
 	}
 }
 
@@ -240,13 +222,13 @@ func (e *extender) apply(x *extension, r round, i int) {
 		// The lock's validity counts to the quorum-th yes, as for one lock.
 		slices.Sort(yesAt[:yes])
 		validity := l.cfg.ttl - yesAt[l.cfg.quorum-1] - l.cfg.drift()
-		if validity > 0 && l.extended(h, r.start) == nil {
+		if validity > 0 && h.extendTo(r.start.Add(l.cfg.ttl-l.cfg.drift())) == nil {
 			e.reschedule(x, validity*3/4)
 			return
 		}
 	}
 	sub := round{oks: yes, noes: no, errs: r.errs}
-	if h.over.Load() {
+	if !h.live() {
 		return // released or lost meanwhile; take drops it
 	}
 	if sub.refusedByQuorum(len(e.nodes), l.cfg.quorum) {
@@ -256,7 +238,7 @@ func (e *extender) apply(x *extension, r round, i int) {
 	if l.cfg.logger != nil {
 		l.cfg.logger.Warn("redlock: extend failed, retrying", "lock", l.name, "err", sub.failure("extend", len(e.nodes), l.cfg.quorum))
 	}
-	e.reschedule(x, max(l.remaining(h)/4, minExtendRetry))
+	e.reschedule(x, max(h.remaining()/4, minExtendRetry))
 }
 
 // reschedule plans x's next extension unless it was unscheduled meanwhile.
@@ -283,7 +265,7 @@ func (l *Lock) StartAutoextend(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	l.ext.schedule(l, h, timeout)
+	l.f.ext.schedule(l, h, timeout)
 	return nil
 }
 
@@ -291,17 +273,7 @@ func (l *Lock) StartAutoextend(timeout time.Duration) error {
 // flight. The lock stays held until its validity runs out or Release. It
 // does nothing when the lock is not being autoextended.
 func (l *Lock) StopAutoextend() {
-	l.mu.Lock()
-	h := l.cur
-	l.mu.Unlock()
-	if h != nil {
-		l.ext.unschedule(h, true)
+	if h := l.holding(); h != nil {
+		l.f.ext.unschedule(h, true)
 	}
-}
-
-// remaining is how long h's validity lasts from now.
-func (l *Lock) remaining(h *holding) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return time.Until(h.validUntil)
 }

@@ -10,78 +10,113 @@ import (
 )
 
 // Factory creates locks over one set of nodes with shared defaults, checks
-// the node list once, and owns the background work of its locks: Close
-// releases the locks still held, stops their autoextenders and waits.
+// the node list once, and owns all background work of its locks: the
+// connections, the extender, the cleanup workers and the subscribers.
+// Close releases the locks still held and waits for all of it.
 type Factory struct {
 	nodes    []*node
+	set      *nodeSet
 	defaults config
-	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
-	bg       sync.WaitGroup
+	o        *owner
 	ext      *extender
-	wake     *waker        // nil: blocked Acquire calls poll
-	closing  chan struct{} // closed by Close: background retries stop waiting
+	wake     *waker      // nil: blocked Acquire calls poll
+	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 
-	mu     sync.Mutex
-	closed bool
-	held   map[*Lock]struct{} // locks currently held
+	closeOnce sync.Once
+	closeErr  error
 }
-
-// releaseOnCloseTimeout bounds how long Close spends releasing held locks.
-const releaseOnCloseTimeout = 5 * time.Second
 
 // NewFactory checks the nodes and the default options and returns a
 // factory. It fails with an *InsufficientNodesError for fewer than 3 nodes
 // and ErrInvalidArgument for nil or duplicate nodes or an invalid option.
-// It does not contact the nodes (see InitRedisNodes).
+// It does not contact the nodes: the first operation checks that they are
+// distinct servers (see ErrInvalidArgument), and InitRedisNodes loads the
+// scripts ahead of time if wanted.
 func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
-	ns, err := newNodes(nodes)
+	cfg := defaultConfig().apply(opts)
+	check := cfg
+	if err := check.validate(len(nodes)); err != nil {
+		return nil, err
+	}
+	f, err := newFactory(nodes, cfg, check.pipelining)
 	if err != nil {
 		return nil, err
 	}
-	f := &Factory{nodes: ns, defaults: defaultConfig().apply(opts), held: map[*Lock]struct{}{}, closing: make(chan struct{})}
-	check := f.defaults
-	if err := check.validate(len(ns)); err != nil {
-		return nil, err
-	}
-	if check.pipelining {
-		for _, n := range ns {
-			n.pipe = newPipeline(n.pool, check.nodeTimeout, &f.bg)
-		}
-	}
-	f.ext = newExtender(ns, &f.bg, true)
 	if check.wakeups {
-		f.wake = newWaker(ns, check.nodeTimeout, &f.bg)
+		f.wake = newWaker(f.nodes, check.nodeTimeout, f.o)
 	}
 	return f, nil
 }
 
-// NewFactoryFromURLs is NewFactory over one NewPool per URL. The factory owns
-// those pools and closes them in Close.
-func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
-	if len(urls) < 3 {
-		return nil, &InsufficientNodesError{NodeCount: len(urls)}
+// newPrivateFactory is the owner of a lock made by NewLock or NewRLock:
+// pool connections, no subscribers, never closed; its goroutines end when
+// they have nothing to do.
+func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
+	if len(nodes) < 3 {
+		return nil, &InsufficientNodesError{NodeCount: len(nodes)}
 	}
-	pools := make([]Pool, len(urls))
-	closers := make([]io.Closer, 0, len(urls))
-	seen := map[string]int{}
-	for i, u := range urls {
-		addr, err := parseNodeURL(u)
-		if err != nil {
-			return nil, err
+	cfg := defaultConfig().apply(opts)
+	if check := cfg; check.validate(len(nodes)) != nil {
+		cfg = defaultConfig() // the lock reports the error
+	}
+	cfg.factoryOnly = nil
+	f, err := newFactory(nodes, cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	f.ext.linger = false
+	for _, n := range f.nodes {
+		n.cleaner.giveUp = maxLoneRetry * n.cleaner.nodeTimeout
+	}
+	return f, nil
+}
+
+// newFactory builds the nodes with their transports and cleaners.
+func newFactory(pools []Pool, cfg config, pipelined bool) (*Factory, error) {
+	if err := checkPools(pools); err != nil {
+		return nil, err
+	}
+	check := cfg
+	if err := check.validate(len(pools)); err != nil {
+		return nil, err
+	}
+	o := newOwner()
+	f := &Factory{defaults: cfg, o: o}
+	f.set = &nodeSet{o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
+	for i, p := range pools {
+		n := &node{index: i, addr: nodeAddr(p), pool: p, set: f.set}
+		if pipelined {
+			n.tr = newPipeTransport(p, o, max(check.nodeTimeout, minStall), n)
+		} else {
+			n.tr = &poolTransport{pool: p, o: o, nodeTimeout: check.nodeTimeout}
 		}
-		if j, dup := seen[u]; dup {
-			return nil, invalidArg("node %d repeats the URL of node %d (%s)", i, j, addr)
-		}
-		seen[u] = i
-		p, err := NewPool(u)
-		if err != nil {
-			return nil, err
-		}
-		pools[i] = p
-		closers = append(closers, p)
+		n.cleaner = newCleaner(n, o, check.nodeTimeout, cfg.logger)
+		f.nodes = append(f.nodes, n)
+	}
+	f.set.list = f.nodes
+	f.ext = newExtender(f.nodes, o)
+	return f, nil
+}
+
+// minStall is the least time a pipelined reply may be overdue before its
+// connection is dropped: callers stop waiting after their node timeout
+// anyway, so only a connection that is clearly hung is given up.
+const minStall = 250 * time.Millisecond
+
+// NewFactoryFromURLs is NewFactory over one NewPool per URL. The factory owns
+// those pools and closes them in Close. Two URLs that name the same server
+// are refused: by their text here, and by the server's identity at the
+// first operation.
+func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
+	pools, closers, err := poolsFromURLs(urls)
+	if err != nil {
+		return nil, err
 	}
 	f, err := NewFactory(pools, opts...)
 	if err != nil {
+		for _, c := range closers {
+			c.Close()
+		}
 		return nil, err
 	}
 	f.ownPools = closers
@@ -90,22 +125,23 @@ func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
 
 // NewLock returns a Lock over the factory's nodes with the factory's
 // defaults overridden by opts. An invalid name or option is returned by the
-// lock's first call.
+// lock's first call, as NewLock returns it.
 func (f *Factory) NewLock(name string, opts ...Option) *Lock {
-	return newLock(name, f.nodes, f.defaults.apply(opts), f, &f.bg, f.ext, true)
+	return f.newLock(name, opts, true)
 }
 
 // NewRLock returns a reentrant RLock; see NewLock. RLocks do not autoextend
 // unless WithAutoextend(true) is given.
 func (f *Factory) NewRLock(name string, opts ...Option) *RLock {
-	return &RLock{lock: newLock(name, f.nodes, f.defaults.apply(opts), f, &f.bg, f.ext, false)}
+	return &RLock{lock: f.newLock(name, opts, false)}
 }
 
 // Do acquires the lock name (blocking, as Lock.Acquire), runs fn, and
-// releases the lock when fn returns. fn's context is cancelled with cause
-// ErrLockLost when the lock is lost while fn runs; Do then returns an error
-// matching ErrLockLost (joined with fn's own error). Autoextension is on
-// unless opts turn it off. A failed release is returned when fn succeeded.
+// releases the lock when fn returns or panics (the panic goes on). fn's
+// context is cancelled with cause ErrLockLost when the lock is lost while
+// fn runs; Do then returns an error matching ErrLockLost (joined with fn's
+// own error). Autoextension is on unless opts turn it off. A failed release
+// is returned when fn succeeded.
 func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidArg("Do of lock %q: fn is nil", name)
@@ -114,21 +150,27 @@ func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	if _, err := l.Acquire(ctx); err != nil {
 		return err
 	}
+	h := l.holding()
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-l.Done():
-			cancel(l.Err())
-		case <-fnCtx.Done():
+	stop := h.afterEnd(func(cause error) {
+		if cause != nil {
+			cancel(cause)
+		}
+	})
+	released := false
+	defer func() { // fn panicked: release, then let the panic go on
+		if !released {
+			stop()
+			cancel(nil)
+			_ = l.Release(ctx)
 		}
 	}()
 	fnErr := fn(fnCtx)
+	released = true
+	stop()
 	cancel(nil)
-	<-watched
 	lost := l.Err()
-	relErr := l.Release(context.WithoutCancel(ctx))
+	relErr := l.Release(ctx)
 	switch {
 	case lost != nil:
 		return errors.Join(fnErr, lost)
@@ -140,42 +182,30 @@ func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	return nil
 }
 
-// Close releases every lock of the factory that is still held (stopping its
-// autoextender; its Done closes and its Err and Release return ErrClosed),
-// waits for all background work, and closes the pools the factory created.
-// Locks of a closed factory return ErrClosed from every call.
+// Close shuts the factory down, in this order: it refuses new operations
+// (they return ErrClosed; blocked and in-flight Acquire calls return an
+// error matching ErrNotAcquired and ErrClosed and give up the keys they
+// set), releases every lock still held (its Done closes, its Err and
+// Release return ErrClosed), lets the cleanup workers try what is queued
+// once more, stops the extender, connections and subscribers, and waits
+// for every goroutine of the factory. It takes about two node timeouts at
+// most when nodes do not answer. It then closes the pools the factory
+// created. Calling it again returns the first call's result.
 func (f *Factory) Close() error {
-	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		return nil
-	}
-	f.closed = true
-	held := make([]*Lock, 0, len(f.held))
-	for l := range f.held {
-		held = append(held, l)
-	}
-	f.mu.Unlock()
+	f.closeOnce.Do(func() { f.closeErr = f.close() })
+	return f.closeErr
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), releaseOnCloseTimeout)
-	defer cancel()
-	var errs []error
-	for _, l := range held {
-		if err := l.release(ctx, ErrClosed); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrInvalidOperation) {
-			errs = append(errs, err)
-		}
-	}
-	for _, n := range f.nodes {
-		if n.pipe != nil {
-			n.pipe.close()
-		}
-	}
+func (f *Factory) close() error {
+	held, _ := f.o.beginClose()
+	errs := f.releaseAll(held)
+	f.o.waitOps() // in-flight operations end at once: their waits select on dying
+	f.ext.stop()
 	if f.wake != nil {
 		f.wake.close()
 	}
-	f.ext.stop() // drops lost holdings and ends the extender
-	close(f.closing)
-	f.bg.Wait()
+	f.stopTransports()
+	f.o.waitAll()
 	for _, p := range f.ownPools {
 		if err := p.Close(); err != nil {
 			errs = append(errs, err)
@@ -184,19 +214,52 @@ func (f *Factory) Close() error {
 	return errors.Join(errs...)
 }
 
-func (f *Factory) isClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closed
+// releaseAll releases the held locks at once, each bounded by its node
+// timeout, and returns the failures.
+func (f *Factory) releaseAll(held map[*holding]*Lock) []error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for h, l := range held {
+		wg.Add(1)
+		if !f.o.spawn(func() {
+			defer wg.Done()
+			if err := l.closeHolding(h); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}) {
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	return errs
 }
 
-// track registers or unregisters a lock whose autoextender runs.
-func (f *Factory) track(l *Lock, running bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if running {
-		f.held[l] = struct{}{}
-	} else {
-		delete(f.held, l)
+// stopTransports closes every node's connection once the cleaners are
+// idle, so that their last deletes are written.
+func (f *Factory) stopTransports() {
+	for _, n := range f.nodes {
+		n.cleaner.waitIdle()
 	}
+	for _, n := range f.nodes {
+		n.tr.close()
+	}
+}
+
+// closeHolding ends h for Close and deletes its keys, waiting for the
+// nodes (at most one node timeout) although the owner is closing.
+func (l *Lock) closeHolding(h *holding) error {
+	if !l.endHolding(h, ErrClosed) {
+		return nil // released or lost meanwhile
+	}
+	l.f.ext.unschedule(h, true)
+	fan := l.fan
+	fan.dying = nil
+	r := l.releaseNodes(context.Background(), h, &fan)
+	if !r.reached(l.cfg.quorum) {
+		return fmt.Errorf("lock %q: %w", l.name, r.failure("released", len(l.fan.nodes), l.cfg.quorum))
+	}
+	return nil
 }

@@ -8,9 +8,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// inspectScript returns the key's value and PTTL in one atomic read.
-var inspectScript = newScript(`return {redis.call("GET", KEYS[1]), redis.call("PTTL", KEYS[1])}`)
-
 // NodeState is what one node holds for a lock name.
 type NodeState struct {
 	Node  int           // index in the factory's node list
@@ -54,17 +51,21 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 	if name == "" {
 		return Inspection{}, invalidArg("lock name is empty")
 	}
-	if f.isClosed() {
-		return Inspection{}, ErrClosed
+	if err := f.o.begin(); err != nil {
+		return Inspection{}, err
+	}
+	defer f.o.end()
+	if err := f.set.check(ctx); err != nil {
+		return Inspection{}, err
 	}
 	cfg := f.defaults
 	if err := cfg.validate(len(f.nodes)); err != nil {
 		return Inspection{}, err
 	}
 	in := Inspection{Name: name, Quorum: cfg.quorum, Nodes: make([]NodeState, len(f.nodes))}
-	read := nodeCmd{script: inspectScript, args: []any{1, name}, judge: judgeValues}
-	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, bg: &f.bg}
-	r := fan.run(ctx, read, true, nil)
+	read := command{script: inspectScript, args: []any{1, name}, judge: judgeValues}
+	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
+	r := fan.run(ctx, &read, true)
 	for i, n := range f.nodes {
 		in.Nodes[i] = NodeState{Node: i, Addr: n.addr, Err: n.wrap(context.DeadlineExceeded)}
 	}

@@ -2,39 +2,27 @@ package redlock
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
 
-// node is one Redis node of a lock's quorum.
+// node is one Redis node of a quorum: its place in the list, its address
+// for messages, the transport that carries its commands and the worker
+// that finishes its deletes.
 type node struct {
-	index int
-	addr  string
-	pool  Pool
-	pipe  *pipeline // nil: every command borrows a pool connection
-}
+	index   int
+	addr    string
+	pool    Pool
+	tr      transport
+	cleaner *cleaner
+	set     *nodeSet
 
-// newNodes checks a node list for nil and duplicate entries and wraps it.
-// The node count is checked by the callers, which differ in what they need.
-func newNodes(pools []Pool) ([]*node, error) {
-	if len(pools) > maxNodes {
-		return nil, invalidArg("%d nodes: at most %d are supported", len(pools), maxNodes)
-	}
-	ns := make([]*node, len(pools))
-	for i, p := range pools {
-		if isNilPool(p) {
-			return nil, invalidArg("node %d is nil", i)
-		}
-		for j := 0; j < i; j++ {
-			if samePool(pools[j], p) {
-				return nil, invalidArg("node %d is the same pool as node %d", i, j)
-			}
-		}
-		ns[i] = &node{index: i, addr: nodeAddr(p), pool: p}
-	}
-	return ns, nil
+	idMu sync.Mutex
+	id   string // the server's run_id, once known
 }
 
 // wrap turns err into a *NodeError for this node.
@@ -45,55 +33,8 @@ func (n *node) wrap(err error) error {
 	return &NodeError{Node: n.index, Addr: n.addr, Err: err}
 }
 
-// run executes cmd on a pool connection, bounded by ctx.
-func (n *node) run(ctx context.Context, cmd nodeCmd) reply {
-	c, err := n.pool.GetContext(ctx)
-	if err != nil {
-		return reply{err: n.wrap(err)}
-	}
-	defer c.Close()
-	var v any
-	if cmd.script != nil {
-		v, err = cmd.script.DoContext(ctx, c, cmd.args...)
-	} else {
-		v, err = redis.DoContext(c, ctx, cmd.name, cmd.args...)
-	}
-	return n.judge(cmd, v, err)
-}
-
-// start queues cmd on the node's pipeline; the reply goes to the node's
-// slot and its index to out.
-func (n *node) start(ctx context.Context, cmd nodeCmd, slots []reply, out chan<- uint8) {
-	c := pcalls.Get().(*pcall)
-	c.name, c.args = cmd.name, cmd.args
-	if cmd.script != nil {
-		c.name, c.args = "EVALSHA", cmd.wire
-	}
-	c.ctx, c.node, c.cmd, c.slots, c.out = ctx, n, cmd, slots, out
-	n.pipe.send(ctx, c)
-}
-
-// complete reads a pipelined reply. A node that lost its scripts (SCRIPT
-// FLUSH, restart) gets the source with EVAL, sent from a goroutine of its
-// own because the pipeline's reader must never block.
-func (n *node) complete(c *pcall, v any, err error) {
-	if c.cmd.script != nil && c.name == "EVALSHA" && isNoScript(err) {
-		retry := pcalls.Get().(*pcall)
-		*retry = *c
-		retry.name, retry.args = "EVAL", scriptArgs(sourceOf(c.cmd.script), c.cmd.args)
-		go n.pipe.send(retry.ctx, retry)
-		return
-	}
-	rep := n.judge(c.cmd, v, err)
-	if rep.err != nil && c.cmd.release != nil {
-		c.cmd.release.retryOn(n)
-	}
-	c.slots[n.index] = rep
-	c.out <- uint8(n.index)
-}
-
 // judge reads a reply with the command's rule.
-func (n *node) judge(cmd nodeCmd, v any, err error) reply {
+func (n *node) judge(cmd *command, v any, err error) reply {
 	if err != nil {
 		return reply{err: n.wrap(err)}
 	}
@@ -104,36 +45,88 @@ func (n *node) judge(cmd nodeCmd, v any, err error) reply {
 	return rep
 }
 
-// scriptArgs builds EVALSHA/EVAL arguments: the hash or source, then the
-// key count, keys and arguments.
-func scriptArgs(shaOrSrc string, countKeysArgs []any) []any {
-	return append([]any{shaOrSrc}, countKeysArgs...)
-}
-
-func isNoScript(err error) bool {
-	re, ok := err.(redis.Error)
-	return ok && strings.HasPrefix(string(re), "NOSCRIPT")
-}
-
-// loadScripts loads every lock script on the node.
-func (n *node) loadScripts(ctx context.Context) error {
-	c, err := n.pool.GetContext(ctx)
-	if err != nil {
-		return n.wrap(err)
+// do runs one command on the node and waits for its reply, at most wait.
+func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
+	if cmd.script != nil {
+		cmd.wire = append([]any{cmd.script.hashArg}, cmd.args...)
 	}
-	defer c.Close()
+	var rep reply
+	out := make(chan uint8, 1)
+	c := &call{cmd: cmd, n: n, slot: &rep, out: out, fin: newFinish(1)}
+	n.tr.start(ctx, c)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-out:
+		return rep
+	case <-t.C:
+		return reply{err: n.wrap(context.DeadlineExceeded)}
+	case <-ctx.Done():
+		return reply{err: n.wrap(ctx.Err())}
+	}
+}
+
+// setup prepares a new pipelined connection: it loads the scripts and
+// learns which server answers, in one round trip, so that a distant node
+// gets a connection as soon as a near one.
+func (n *node) setup(ctx context.Context, c redis.Conn) error {
 	for _, src := range scriptSources() {
-		if _, err := redis.DoContext(c, ctx, "SCRIPT", "LOAD", src); err != nil {
-			return n.wrap(err)
+		if err := c.Send("SCRIPT", "LOAD", src); err != nil {
+			return err
 		}
 	}
-	return nil
+	if err := c.Send("INFO", "server"); err != nil {
+		return err
+	}
+	replies, err := redis.Values(redis.DoContext(c, ctx, "")) // flushes and reads every reply
+	if err != nil {
+		return err
+	}
+	for _, r := range replies[:len(replies)-1] {
+		if e, ok := r.(redis.Error); ok {
+			return e
+		}
+	}
+	return n.identified(identityOf(replies[len(replies)-1], n.index))
 }
 
-// joinNodeErrors joins per-node failures; nil when there are none.
-func joinNodeErrors(errs []error) error {
-	if len(errs) == 0 {
+// identityOf reads the run_id from a reply to INFO server. A server that
+// refuses the command (an embedded test server, a proxy that hides INFO)
+// cannot be told apart from the others: it gets an identity of its own, so
+// that it is not asked again, and the check relies on the URLs there.
+func identityOf(v any, index int) string {
+	if _, ok := v.(redis.Error); ok {
+		return fmt.Sprintf("unidentifiable node %d", index)
+	}
+	info, _ := redis.String(v, nil)
+	return runID(info)
+}
+
+// runID reads the run_id field of an INFO server reply.
+func runID(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// identified records the server behind the node and fails when another
+// node of the set is the same server.
+func (n *node) identified(id string) error {
+	if id == "" {
 		return nil
 	}
-	return errors.Join(errs...)
+	n.idMu.Lock()
+	n.id = id
+	n.idMu.Unlock()
+	return n.set.distinct()
+}
+
+// identity returns the node's run_id, or "" while unknown.
+func (n *node) identity() string {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	return n.id
 }

@@ -46,8 +46,9 @@ type config struct {
 	autoextend        *bool // nil: the lock kind's default
 	autoextendTimeout time.Duration
 	logger            *slog.Logger
-	pipelining        bool // factory-level
-	wakeups           bool // factory-level
+	pipelining        bool     // factory-level
+	wakeups           bool     // factory-level
+	factoryOnly       []string // factory-level options given, by name
 }
 
 func defaultConfig() config {
@@ -108,8 +109,9 @@ func WithAutoextendTimeout(d time.Duration) Option {
 	return func(c *config) { c.autoextendTimeout = d }
 }
 
-// WithLogger sets where the autoextend goroutine reports failed extensions
-// and the loss of a lock. Default: no logging.
+// WithLogger sets where background work reports: failed extensions, the
+// loss of a lock, and deletes the cleanup queue had to drop. Default: no
+// logging.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithPipelining sets whether a Factory's locks send their commands to each
@@ -118,8 +120,11 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // commands of concurrent lock operations as one batch and keeps the per-call
 // cost low; the pool path is kept for comparison and for pools that must not
 // have a connection held. It applies to NewFactory and NewFactoryFromURLs
-// only: locks made by NewLock and NewRLock always use the pool path.
-func WithPipelining(on bool) Option { return func(c *config) { c.pipelining = on } }
+// only: locks made by NewLock and NewRLock always use the pool path, and
+// giving it to one lock is an ErrInvalidArgument.
+func WithPipelining(on bool) Option {
+	return func(c *config) { c.pipelining = on; c.factoryOnly = append(c.factoryOnly, "WithPipelining") }
+}
 
 // WithWakeups sets whether a blocked Acquire of a Factory's lock waits for
 // the holder's release notification (true, the default) instead of polling.
@@ -128,8 +133,11 @@ func WithPipelining(on bool) Option { return func(c *config) { c.pipelining = on
 // function; with other Pool types, and for locks made by NewLock, Acquire
 // polls. A waiter that hears nothing (the holder crashed, or another client
 // deleted the key) retries after the jittered retry delay, capped by the
-// key's remaining time to live. Like WithPipelining, it is factory-level.
-func WithWakeups(on bool) Option { return func(c *config) { c.wakeups = on } }
+// key's remaining time to live. Like WithPipelining, it is factory-level:
+// giving it to one lock is an ErrInvalidArgument.
+func WithWakeups(on bool) Option {
+	return func(c *config) { c.wakeups = on; c.factoryOnly = append(c.factoryOnly, "WithWakeups") }
+}
 
 // apply returns base with opts applied.
 func (c config) apply(opts []Option) config {
@@ -187,4 +195,17 @@ func (c *config) validate(nodes int) error {
 		return invalidArg("quorum %d is not in (%d, %d] for %d nodes", c.quorum, nodes/2, nodes, nodes)
 	}
 	return nil
+}
+
+// lockConfig resolves one lock's options over the factory's defaults. A
+// factory-level option given to one lock is an ErrInvalidArgument, as is
+// any invalid value; the config is usable for the lock's fields either way.
+func (f *Factory) lockConfig(opts []Option) (config, error) {
+	base := f.defaults
+	base.factoryOnly = nil
+	cfg := base.apply(opts)
+	if len(cfg.factoryOnly) > 0 {
+		return cfg, invalidArg("%s is a factory option; it cannot be given to one lock", cfg.factoryOnly[0])
+	}
+	return cfg, cfg.validate(len(f.nodes))
 }

@@ -2,10 +2,13 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/url"
 	"reflect"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 	"weak"
@@ -68,6 +71,9 @@ func parseNodeURL(rawURL string) (string, error) {
 	if host == "" {
 		return "", invalidArg("node URL %q: no host", rawURL)
 	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", invalidArg("node URL %q: port %q is not in 1-65535", rawURL, port)
+	}
 	if p := u.Path; p != "" && p != "/" {
 		for _, c := range p[1:] {
 			if c < '0' || c > '9' {
@@ -124,20 +130,92 @@ func samePool(a, b Pool) bool {
 	return a == b
 }
 
+// checkPools checks a node list for nil and duplicate entries; the node
+// count is checked by the option validation.
+func checkPools(pools []Pool) error {
+	if len(pools) > maxNodes {
+		return invalidArg("%d nodes: at most %d are supported", len(pools), maxNodes)
+	}
+	for i, p := range pools {
+		if isNilPool(p) {
+			return invalidArg("node %d is nil", i)
+		}
+		for j := 0; j < i; j++ {
+			if samePool(pools[j], p) {
+				return invalidArg("node %d is the same pool as node %d", i, j)
+			}
+		}
+	}
+	return nil
+}
+
+// poolsFromURLs checks a node URL list and makes one pool per URL. URLs
+// that are equal, or name the same host, port and database, are refused.
+func poolsFromURLs(urls []string) ([]Pool, []io.Closer, error) {
+	if len(urls) < 3 {
+		return nil, nil, &InsufficientNodesError{NodeCount: len(urls)}
+	}
+	pools := make([]Pool, len(urls))
+	closers := make([]io.Closer, 0, len(urls))
+	seen := map[string]int{}
+	for i, u := range urls {
+		addr, err := parseNodeURL(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		where := addr + dbOf(u)
+		if j, dup := seen[where]; dup {
+			return nil, nil, invalidArg("node %d repeats node %d (%s)", i, j, addr)
+		}
+		seen[where] = i
+		p, err := NewPool(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		pools[i] = p
+		closers = append(closers, p)
+	}
+	return pools, closers, nil
+}
+
+// dbOf returns a node URL's database path ("/0" when none), for telling
+// duplicates apart.
+func dbOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Path == "" || u.Path == "/" {
+		return "/0"
+	}
+	return u.Path
+}
+
 // InitRedisNodes loads the lock scripts on every node, so that the first
 // lock operations need no EVAL fallback. It is optional: scripts are sent
 // with EVALSHA and fall back to EVAL on NOSCRIPT (after a node restart, for
 // example). It returns the failures of all nodes that could not be reached.
 func InitRedisNodes(ctx context.Context, nodes []Pool) error {
-	ns, err := newNodes(nodes)
-	if err != nil {
+	if err := checkPools(nodes); err != nil {
 		return err
 	}
 	var errs []error
-	for _, n := range ns {
-		if err := n.loadScripts(ctx); err != nil {
-			errs = append(errs, err)
+	for i, p := range nodes {
+		if err := loadScripts(ctx, p); err != nil {
+			errs = append(errs, &NodeError{Node: i, Addr: nodeAddr(p), Err: err})
 		}
 	}
-	return joinNodeErrors(errs)
+	return errors.Join(errs...)
+}
+
+// loadScripts loads every lock script on one node.
+func loadScripts(ctx context.Context, p Pool) error {
+	c, err := p.GetContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, src := range scriptSources() {
+		if _, err := redis.DoContext(c, ctx, "SCRIPT", "LOAD", src); err != nil {
+			return err
+		}
+	}
+	return nil
 }

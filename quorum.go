@@ -2,8 +2,8 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,20 +22,100 @@ type reply struct {
 // in one machine word.
 const maxNodes = 64
 
-// round is the tally of one quorum round at the moment its outcome was decided.
+// round is one command sent to every node at once, and its tally at the
+// moment its outcome was decided.
 type round struct {
 	start   time.Time // before the first command was sent
 	decided time.Time // when the outcome became known
 	slots   []reply   // one per node, written by the node's reply; read only those in got
-	got     uint64    // the nodes whose reply was counted
-	oks     int       // nodes that did what was asked
-	noes    int       // nodes that answered but refused (the key is absent or another token's)
-	errs    []error   // nodes that failed or did not answer in time
-	late    uint64    // the nodes given up on: their slots must not be read
-	all     []*node   // the round's nodes
+	results chan uint8
+	fin     *finish // pool transports: closed once every call is done
+	got     uint64  // the nodes whose reply was counted
+	oks     int     // nodes that did what was asked
+	noes    int     // nodes that answered but refused (the key is absent or another token's)
+	errs    []error // nodes that failed or did not answer in time
+	late    uint64  // the nodes given up on: their slots must not be read
+	all     []*node // the round's nodes
 	// arrived holds, per node, when its reply was counted, from start; only
 	// rounds that wait for every node keep it.
 	arrived []time.Duration
+}
+
+// fanout is the parallel, early-deciding quorum call shared by every lock
+// operation.
+type fanout struct {
+	nodes       []*node
+	quorum      int
+	nodeTimeout time.Duration
+	dying       <-chan struct{} // the owner's Close: a round stops waiting
+}
+
+// timers recycles the node-timeout timers of rounds. Since Go 1.23 a
+// stopped or reset timer delivers no stale value, so reuse is safe.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// run sends cmd and waits for the outcome; see send and wait.
+func (f *fanout) run(ctx context.Context, cmd *command, waitAll bool) round {
+	r := f.send(ctx, cmd)
+	f.wait(ctx, &r, waitAll)
+	return r
+}
+
+// send starts cmd on every node at once. Each reply is written to the
+// node's slot and announced by its index on a channel buffered to the node
+// count, so no sender ever blocks on a caller that has gone.
+func (f *fanout) send(ctx context.Context, cmd *command) round {
+	r := round{start: time.Now(), slots: make([]reply, len(f.nodes)), all: f.nodes, results: make(chan uint8, len(f.nodes))}
+	if cmd.script != nil && cmd.wire == nil {
+		cmd.wire = append([]any{cmd.script.hashArg}, cmd.args...)
+	}
+	if cmd.detached && ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	if !f.nodes[0].tr.fifo() {
+		r.fin = newFinish(len(f.nodes))
+	}
+	for _, n := range f.nodes {
+		c := calls.Get().(*call)
+		c.cmd, c.n, c.slot, c.idx, c.out, c.fin = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin
+		n.tr.start(ctx, c)
+	}
+	return r
+}
+
+// wait tallies the replies. Without waitAll it returns as soon as the
+// outcome is decided: quorum nodes said yes, or so many refused or failed
+// that a quorum is out of reach. It never waits for the slowest node then,
+// and never longer than the node timeout for any node; ctx and the owner's
+// Close cut it short.
+func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
+	if waitAll {
+		r.arrived = make([]time.Duration, len(f.nodes))
+	}
+	t := timers.Get().(*time.Timer)
+	t.Reset(f.nodeTimeout)
+	defer func() { t.Stop(); timers.Put(t) }()
+	maxRefusals := len(f.nodes) - f.quorum
+	for r.got|r.late != r.all64() {
+		select {
+		case i := <-r.results:
+			r.count(int(i))
+		case <-t.C:
+			r.silent(context.DeadlineExceeded)
+		case <-ctx.Done():
+			r.silent(ctx.Err())
+		case <-f.dying:
+			r.silent(ErrClosed)
+		}
+		if !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
+			break
+		}
+	}
+	r.decided = time.Now()
 }
 
 // elapsed is the time from the first command to the decision.
@@ -49,119 +129,6 @@ func (r *round) each(fn func(n *node, rep *reply)) {
 		if r.got&(1<<i) != 0 {
 			fn(n, &r.slots[i])
 		}
-	}
-}
-
-// nodeCmd is the command a quorum round sends to every node, with the
-// reading of its reply.
-type nodeCmd struct {
-	script *redis.Script // a lock script (EVALSHA, EVAL on NOSCRIPT), or
-	name   string        // a plain command
-	args   []any
-	judge  func(v any) reply // reads a reply that is not an error
-	wire   []any             // EVALSHA arguments, built once per round
-	// release, if set, is the attempt whose key the command deletes: the
-	// release is announced to local waiters once the command is queued on
-	// every (pipelined) node, and a node whose delete fails, before or
-	// after the round decided, is tried again in the background.
-	release *attempt
-	// detached commands outlive the caller's context, which bounds only its
-	// wait: a release or cleanup must reach the slow nodes too.
-	detached bool
-}
-
-// fanout is the parallel, early-deciding quorum call shared by every lock
-// operation.
-type fanout struct {
-	nodes       []*node
-	quorum      int
-	nodeTimeout time.Duration
-	bg          *sync.WaitGroup
-}
-
-// timers recycles the node-timeout timers of pipelined rounds. Since Go
-// 1.23 a stopped or reset timer delivers no stale value, so reuse is safe.
-var timers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
-
-// run sends cmd to every node at once. Without waitAll it returns as soon as
-// the outcome is decided: quorum nodes said yes, or so many refused or failed
-// that a quorum is out of reach. It never waits for the slowest node then,
-// and never longer than the node timeout for any node.
-//
-// Each reply is written to the node's slot and announced by its index on a
-// channel buffered to the node count, so no sender ever blocks on a caller
-// that has gone. On pipelined nodes a late reply is simply dropped. On plain
-// pools each node's command runs in a goroutine, which calls after (if not
-// nil) with its reply once the command is done, late or not: that is how an
-// attempt that failed deletes what a late SET wrote.
-func (f *fanout) run(ctx context.Context, cmd nodeCmd, waitAll bool, after func(*node, reply)) round {
-	r := round{start: time.Now(), slots: make([]reply, len(f.nodes)), all: f.nodes}
-	if waitAll {
-		r.arrived = make([]time.Duration, len(f.nodes))
-	}
-	results := make(chan uint8, len(f.nodes))
-	pipelined := f.nodes[0].pipe != nil // a factory's nodes are all one way
-	if cmd.script != nil && pipelined && cmd.wire == nil {
-		cmd.wire = scriptArgs(cmd.script.Hash(), cmd.args)
-	}
-	slots, cctx := r.slots, ctx
-	if cmd.detached && ctx.Done() != nil {
-		cctx = context.WithoutCancel(ctx)
-	}
-	for _, n := range f.nodes {
-		if n.pipe != nil {
-			n.start(cctx, cmd, slots, results)
-			continue
-		}
-		f.bg.Add(1)
-		go f.runOn(cctx, n, cmd, slots, results, after)
-	}
-	var timeout <-chan time.Time
-	if pipelined { // pool goroutines bound themselves with their contexts
-		if cmd.release != nil {
-			cmd.release.announce()
-		}
-		t := timers.Get().(*time.Timer)
-		t.Reset(f.nodeTimeout)
-		defer func() { t.Stop(); timers.Put(t) }()
-		timeout = t.C
-	}
-	maxRefusals := len(f.nodes) - f.quorum
-	for r.got|r.late != r.all64() {
-		select {
-		case i := <-results:
-			r.count(int(i))
-		case <-timeout:
-			r.silent(context.DeadlineExceeded)
-		case <-ctx.Done():
-			r.silent(ctx.Err())
-		}
-		if !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
-			break
-		}
-	}
-	r.decided = time.Now()
-	return r
-}
-
-// runOn runs cmd on node n's pool, in its own goroutine (tracked in bg),
-// and hands the reply to after once it was announced.
-func (f *fanout) runOn(ctx context.Context, n *node, cmd nodeCmd, slots []reply, results chan<- uint8, after func(*node, reply)) {
-	defer f.bg.Done()
-	nctx, cancel := context.WithTimeout(ctx, f.nodeTimeout)
-	rep := n.run(nctx, cmd)
-	cancel()
-	if rep.err != nil && cmd.release != nil {
-		cmd.release.retryOn(n)
-	}
-	slots[n.index] = rep
-	results <- uint8(n.index)
-	if after != nil {
-		after(n, rep)
 	}
 }
 
@@ -189,11 +156,17 @@ func (r *round) count(i int) {
 // without touching their slots, which late replies may still write.
 func (r *round) silent(err error) {
 	for i, n := range r.all {
-		if r.got&(1<<i) == 0 {
+		if r.got&(1<<i) == 0 && r.late&(1<<i) == 0 {
 			r.errs = append(r.errs, n.wrap(err))
 			r.late |= 1 << i
 		}
 	}
+}
+
+// refused reports whether node i answered "no" (the key is absent or
+// another holder's) in a counted reply.
+func (r *round) refused(i int) bool {
+	return r.got&(1<<i) != 0 && r.slots[i].err == nil && !r.slots[i].ok
 }
 
 // reached reports whether a quorum said yes.
@@ -213,11 +186,56 @@ func (r *round) failure(what string, nodes, quorum int) error {
 	return fmt.Errorf("%w: %w", kind, r.detail(what, nodes, quorum))
 }
 
-// detail describes the round's count and carries its node errors.
+// detail describes the round's count on one line and carries its node
+// errors for errors.Is and errors.As.
 func (r *round) detail(what string, nodes, quorum int) error {
 	msg := fmt.Sprintf("%s on %d of %d nodes, quorum %d", what, r.oks, nodes, quorum)
 	if len(r.errs) == 0 {
-		return errors.New(msg)
+		return &roundError{msg: msg}
 	}
-	return fmt.Errorf("%s: %w", msg, errors.Join(r.errs...))
+	return &roundError{msg: msg, errs: r.errs}
+}
+
+// roundError is a round's failure: one line, with the node errors joined
+// by "; " and kept for errors.Is and errors.As.
+type roundError struct {
+	msg  string
+	errs []error
+}
+
+func (e *roundError) Error() string {
+	if len(e.errs) == 0 {
+		return e.msg
+	}
+	parts := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		parts[i] = err.Error()
+	}
+	return e.msg + ": " + strings.Join(parts, "; ")
+}
+
+func (e *roundError) Unwrap() []error { return e.errs }
+
+// Reply readers of the node commands.
+func judgeSet(v any) reply { return reply{ok: v != nil} }
+
+func judgeOne(v any) reply {
+	n, err := redis.Int64(v, nil)
+	return reply{ok: n == 1, value: n, err: err}
+}
+
+func judgePTTL(v any) reply {
+	n, err := redis.Int64(v, nil)
+	return reply{ok: n > 0, value: n, err: err}
+}
+
+// judgeList accepts a reply of n integers.
+func judgeList(n int) func(v any) reply {
+	return func(v any) reply {
+		vals, err := redis.Int64s(v, nil)
+		if err == nil && len(vals) != n {
+			err = redis.Error("unexpected batch reply length")
+		}
+		return reply{ok: err == nil, raw: vals, err: err}
+	}
 }

@@ -25,7 +25,7 @@ type retryWaiter struct {
 }
 
 func (l *Lock) newRetryWaiter() *retryWaiter {
-	return &retryWaiter{l: l, w: l.waker()}
+	return &retryWaiter{l: l, w: l.f.wake}
 }
 
 // joinQueue makes a blocking Acquire that finds local waiters of its lock
@@ -61,9 +61,9 @@ func (rw *retryWaiter) pause(ctx context.Context, r round) error {
 	jitter := rand.N(rw.l.cfg.retryDelay + 1)
 	switch {
 	case rw.w == nil:
-		return sleepCtx(ctx, jitter)
+		return rw.l.sleep(ctx, jitter)
 	case r.oks > 0: // a split vote, not a holder
-		return sleepCtx(ctx, rand.N(rw.l.cfg.retryDelay/splitVoteShare+1))
+		return rw.l.sleep(ctx, rand.N(rw.l.cfg.retryDelay/splitVoteShare+1))
 	case rw.wt == nil:
 		// Queue, and once the subscription is confirmed retry at once
 		// unless it already was: a release between the failed attempt and
@@ -81,6 +81,8 @@ func (rw *retryWaiter) pause(ctx context.Context, r round) error {
 			case <-t.C:
 			case <-ctx.Done():
 				return ctx.Err()
+			case <-rw.l.f.o.dying:
+				return ErrClosed
 			}
 			return nil
 		}
@@ -116,6 +118,8 @@ func (rw *retryWaiter) wait(ctx context.Context, d time.Duration) error {
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-rw.l.f.o.dying:
+			return ErrClosed
 		}
 	}
 }
@@ -130,7 +134,7 @@ func (rw *retryWaiter) close() {
 // the longest PTTL among the first quorum of answers, or the retry delay
 // when they do not come.
 func (l *Lock) freeIn(ctx context.Context) time.Duration {
-	r := l.fan.run(ctx, nodeCmd{name: "PTTL", args: []any{l.name}, judge: judgeAny}, false, nil)
+	r := l.fan.run(ctx, &command{name: "PTTL", args: []any{l.nameArg}, judge: judgeAny}, false)
 	if !r.reached(l.cfg.quorum) {
 		return l.cfg.retryDelay
 	}
@@ -147,4 +151,18 @@ func (l *Lock) freeIn(ctx context.Context) time.Duration {
 func judgeAny(v any) reply {
 	n, ok := v.(int64)
 	return reply{ok: ok, value: n}
+}
+
+// sleep waits for d, or until ctx ends or the factory closes.
+func (l *Lock) sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.f.o.dying:
+		return ErrClosed
+	}
 }

@@ -18,17 +18,17 @@ type RLock struct {
 
 	mu    sync.Mutex // serialises Acquire and Release so the count matches the nodes
 	count int
+	h     *holding // the holding the count belongs to
 }
 
 // NewRLock creates an RLock named name over nodes; see NewLock for the
 // errors.
 func NewRLock(name string, nodes []Pool, opts ...Option) (*RLock, error) {
-	ns, err := newNodes(nodes)
+	f, err := newPrivateFactory(nodes, opts)
 	if err != nil {
 		return nil, err
 	}
-	bg := new(sync.WaitGroup)
-	l := newLock(name, ns, defaultConfig().apply(opts), nil, bg, newExtender(ns, bg, false), false)
+	l := f.newLock(name, opts, false)
 	return &RLock{lock: l}, l.initErr
 }
 
@@ -74,8 +74,19 @@ func (r *RLock) AcquireOrExtend(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.count++
+	r.enterHolding()
 	return v, nil
+}
+
+// enterHolding counts one more level of the lock's current holding; a new
+// holding (the old one was lost and AcquireOrExtend acquired anew) starts
+// at level 1.
+func (r *RLock) enterHolding() {
+	h := r.lock.holding()
+	if h != r.h {
+		r.h, r.count = h, 0
+	}
+	r.count++
 }
 
 // enter takes one more level, acquiring with first when the count is 0.
@@ -87,7 +98,7 @@ func (r *RLock) enter(ctx context.Context, first func(context.Context) (time.Dur
 		if err != nil {
 			return 0, err
 		}
-		r.count = 1
+		r.enterHolding()
 		return v, nil
 	}
 	held, times, err := r.lock.CheckTimes(ctx)
@@ -121,8 +132,11 @@ func (r *RLock) Release(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.count == 0 {
-		if err := r.lock.usable(); err != nil {
-			return err
+		if r.lock.initErr != nil {
+			return r.lock.initErr
+		}
+		if r.lock.f.o.closing() {
+			return ErrClosed
 		}
 		return invalidOp("Release of rlock %q that is not held", r.lock.name)
 	}

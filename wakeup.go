@@ -30,7 +30,7 @@ const (
 // its fallback pause.
 type waker struct {
 	subs []*subscriber
-	bg   *sync.WaitGroup
+	o    *owner
 	quit chan struct{}
 
 	mu      sync.Mutex
@@ -73,8 +73,8 @@ type subscriber struct {
 
 // newWaker returns a waker over the nodes whose pools can dial a dedicated
 // connection (*redis.Pool), or nil when none can.
-func newWaker(nodes []*node, nodeTimeout time.Duration, bg *sync.WaitGroup) *waker {
-	w := &waker{bg: bg, quit: make(chan struct{}), names: map[string]*interest{}}
+func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner) *waker {
+	w := &waker{o: o, quit: make(chan struct{}), names: map[string]*interest{}}
 	for _, n := range nodes {
 		if dial := dialerOf(n.pool); dial != nil {
 			w.subs = append(w.subs, &subscriber{w: w, dial: dial, wait: max(nodeTimeout, minStall)})
@@ -124,11 +124,7 @@ func (w *waker) watch(name string) (*waiter, *interest, func()) {
 	if !w.started && !w.closed {
 		w.started = true
 		for _, s := range w.subs {
-			w.bg.Add(1)
-			go func() {
-				defer w.bg.Done()
-				s.loop()
-			}()
+			w.o.spawn(s.loop)
 		}
 	}
 	return wt, in, func() { w.unwatch(name, in, wt) }

@@ -1,0 +1,247 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// ErrClosed is the failure of calls sent after Close, or refused a
+// goroutine by the owner.
+var ErrClosed = errors.New("pipeline: connection closed")
+
+// inflightCap is how many written commands the reader can be behind before
+// the writer waits for it.
+const inflightCap = 1024
+
+// Call is one command on a Conn.
+type Call interface {
+	// Command returns the command to write: its name and arguments.
+	Command() (name string, args []any)
+	// Reply delivers the command's reply, or the error that ended it. It is
+	// called exactly once per Send or Enqueue, from the reader or a sender,
+	// and must not block. It may hand the call to Enqueue again (a NOSCRIPT
+	// retry), never to Send.
+	Reply(v any, err error)
+}
+
+// Config says how a Conn reaches its node.
+type Config struct {
+	// Dial opens (or borrows) a connection; Close returns it.
+	Dial func(ctx context.Context) (redis.Conn, error)
+	// Setup prepares a new connection before its first command (loading
+	// scripts, for example); nil for none. It is bounded by Stall.
+	Setup func(ctx context.Context, c redis.Conn) error
+	// Stall is how long a reply may be overdue before the connection is
+	// dropped as hung; it also bounds Dial and Setup.
+	Stall time.Duration
+	// Spawn starts fn in a goroutine that the owner tracks, or reports
+	// false when the owner refuses new work; the calls that needed the
+	// goroutine then fail with ErrClosed.
+	Spawn func(fn func()) bool
+}
+
+// Conn is an auto-pipelined connection to one node.
+type Conn struct {
+	cfg Config
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when writing ends
+	pending []Call     // sent, not yet written, in order
+	spare   []Call     // the other batch buffer, reused
+	writing bool       // a sender, the drainer or the dialler is writing
+	cur     *conn      // nil until dialled
+	closed  bool
+}
+
+// New returns a Conn; it dials on the first call.
+func New(cfg Config) *Conn {
+	p := &Conn{cfg: cfg}
+	p.idle = sync.NewCond(&p.mu)
+	return p
+}
+
+// Send queues c and, if nobody is writing, writes the queue in the caller's
+// goroutine. It never blocks on a dial or on another caller's write.
+func (p *Conn) Send(c Call) { p.queue(c, true) }
+
+// Enqueue queues c like Send but never writes in the caller's goroutine: a
+// goroutine of the owner writes it. Reply callbacks use it to send again,
+// since the reader must never block on a write.
+func (p *Conn) Enqueue(c Call) { p.queue(c, false) }
+
+func (p *Conn) queue(c Call, inline bool) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		c.Reply(nil, ErrClosed)
+		return
+	}
+	p.pending = append(p.pending, c)
+	if p.writing {
+		p.mu.Unlock()
+		return
+	}
+	p.writing = true
+	if p.cur == nil || p.cur.broken() {
+		p.mu.Unlock()
+		p.start(p.redial)
+		return
+	}
+	busy := len(p.cur.inflight) > 0
+	p.mu.Unlock()
+	if !inline {
+		p.start(p.drain)
+		return
+	}
+	if busy {
+		// The node is still answering earlier commands: let the other
+		// callers that are about to send join this batch, saving writes.
+		runtime.Gosched()
+	}
+	p.flush()
+}
+
+// start runs a writer role (redial or drain) in an owned goroutine; when
+// the owner refuses, the queue fails.
+func (p *Conn) start(fn func()) {
+	if !p.cfg.Spawn(fn) {
+		p.failPending(ErrClosed)
+	}
+}
+
+// failPending fails what is queued and ends the writer role.
+func (p *Conn) failPending(err error) {
+	p.mu.Lock()
+	batch := p.pending
+	p.pending = nil
+	p.writing = false
+	p.idle.Broadcast()
+	p.mu.Unlock()
+	for _, c := range batch {
+		c.Reply(nil, err)
+	}
+}
+
+// flush writes one batch, which holds the caller's own command, and hands
+// what queued meanwhile to a goroutine, so that no caller keeps writing for
+// others.
+func (p *Conn) flush() {
+	p.writeBatch()
+	p.mu.Lock()
+	if len(p.pending) == 0 {
+		p.writing = false
+		p.idle.Broadcast()
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.start(p.drain)
+}
+
+// drain writes batches until the queue is empty, also while closing: what
+// was sent before Close is written (Close waits for it).
+func (p *Conn) drain() {
+	for {
+		p.mu.Lock()
+		if len(p.pending) == 0 {
+			p.writing = false
+			p.idle.Broadcast()
+			p.mu.Unlock()
+			return
+		}
+		if p.cur == nil || p.cur.broken() {
+			p.mu.Unlock()
+			p.redial()
+			return
+		}
+		p.mu.Unlock()
+		p.writeBatch()
+	}
+}
+
+// writeBatch writes what is queued now, reusing the batch buffers.
+func (p *Conn) writeBatch() {
+	p.mu.Lock()
+	batch, cur := p.pending, p.cur
+	p.pending, p.spare = p.spare[:0], nil
+	p.mu.Unlock()
+	cur.write(batch)
+	clear(batch)
+	p.mu.Lock()
+	p.spare = batch[:0]
+	p.mu.Unlock()
+}
+
+// redial replaces a missing or broken connection and writes the queue on
+// it; on failure it fails what is queued.
+func (p *Conn) redial() {
+	c, err := p.dial()
+	p.mu.Lock()
+	if err == nil && p.closed {
+		err = ErrClosed
+	}
+	if err != nil {
+		p.mu.Unlock()
+		if c != nil {
+			c.shutdown()
+		}
+		p.failPending(err)
+		return
+	}
+	old := p.cur
+	p.cur = c
+	p.mu.Unlock()
+	if old != nil {
+		old.shutdown()
+	}
+	p.drain()
+}
+
+// dial takes a connection, prepares it and starts its reader.
+func (p *Conn) dial() (*conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Stall)
+	defer cancel()
+	rc, err := p.cfg.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.Setup != nil {
+		if err := p.cfg.Setup(ctx, rc); err != nil {
+			rc.Close()
+			return nil, err
+		}
+	}
+	c := &conn{rc: rc, stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
+	c.readerDone.Add(1)
+	if !p.cfg.Spawn(c.readLoop) {
+		c.readerDone.Done()
+		rc.Close()
+		return nil, ErrClosed
+	}
+	return c, nil
+}
+
+// Close waits until what was sent is written, shuts the connection once its
+// replies are in (or overdue), and fails what could not be written. Calls
+// sent afterwards fail at once with ErrClosed.
+func (p *Conn) Close() {
+	p.mu.Lock()
+	p.closed = true
+	for p.writing {
+		p.idle.Wait()
+	}
+	batch, cur := p.pending, p.cur
+	p.pending, p.cur = nil, nil
+	p.mu.Unlock()
+	for _, c := range batch {
+		c.Reply(nil, ErrClosed)
+	}
+	if cur != nil {
+		cur.shutdown()
+	}
+}

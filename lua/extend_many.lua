@@ -1,0 +1,14 @@
+-- extend.lua for many locks in one call, as the batched autoextension sends
+-- it. KEYS are the names, ARGV the token and ttl of each in turn. Returns one
+-- 1 or 0 per key. Each key is judged alone: a key of another type (a hash
+-- named like a lock) reads as "not ours" for that lock only, so one bad key
+-- never fails the batch for the others.
+local out = {}
+for i, key in ipairs(KEYS) do
+	if redis.pcall("GET", key) == ARGV[2*i-1] then
+		out[i] = redis.call("PEXPIRE", key, ARGV[2*i])
+	else
+		out[i] = 0
+	end
+end
+return out

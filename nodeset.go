@@ -1,0 +1,109 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// nodeSet is the node list of a factory (or lone lock), which must name
+// distinct servers: two URLs for one server ("localhost" and "127.0.0.1",
+// or databases /0 and /1) would let one machine hold the quorum. The check
+// uses each server's run_id, learnt when a pipelined connection is set up
+// and by an INFO round at the first operation, which waits for a quorum of
+// answers only, so that a hung node does not slow it down; nodes whose
+// answer is not in yet are asked again in the background at later
+// operations, at most once per probeInterval.
+type nodeSet struct {
+	list        []*node
+	o           *owner
+	quorum      int
+	nodeTimeout time.Duration
+
+	mu        sync.Mutex
+	err       error // two nodes are one server: every operation fails
+	known     int   // nodes whose run_id is known
+	probed    bool  // the first probe is done
+	probing   bool
+	lastProbe time.Time
+}
+
+// probeInterval bounds how often unidentified nodes are asked again.
+const probeInterval = time.Second
+
+// distinct checks that no two identified nodes are the same server.
+func (s *nodeSet) distinct() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]int, len(s.list))
+	s.known = 0
+	for _, n := range s.list {
+		id := n.identity()
+		if id == "" {
+			continue
+		}
+		s.known++
+		if j, dup := seen[id]; dup && s.err == nil {
+			s.err = invalidArg("nodes %d (%s) and %d (%s) are the same Redis server (run_id %s): a quorum needs independent servers",
+				j, s.list[j].addr, n.index, n.addr, id)
+		}
+		seen[id] = n.index
+	}
+	return s.err
+}
+
+// check returns the set's error, identifying its nodes first when needed:
+// the first operation waits for the answers (one node timeout at most);
+// later ones ask the nodes still unknown in the background.
+func (s *nodeSet) check(ctx context.Context) error {
+	s.mu.Lock()
+	err, first, todo := s.err, !s.probed, s.known < len(s.list) && !s.probing
+	if todo && !first && time.Since(s.lastProbe) < probeInterval {
+		todo = false
+	}
+	if todo {
+		s.probing, s.lastProbe = true, time.Now()
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil || !todo:
+		return err
+	case first:
+		return s.probe(ctx)
+	}
+	if !s.o.spawn(func() { s.probe(context.Background()) }) {
+		s.mu.Lock()
+		s.probing = false
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// probe asks every unidentified node for its run_id.
+func (s *nodeSet) probe(ctx context.Context) error {
+	defer func() {
+		s.mu.Lock()
+		s.probing, s.probed = false, true
+		s.mu.Unlock()
+	}()
+	info := command{name: "INFO", args: []any{"server"}, judge: judgeAnyReply}
+	f := fanout{nodes: s.list, quorum: s.quorum, nodeTimeout: s.nodeTimeout, dying: s.o.dying}
+	r := f.run(ctx, &info, false)
+	r.each(func(n *node, rep *reply) {
+		var refused redis.Error
+		switch {
+		case rep.err == nil:
+			n.identified(identityOf(rep.raw, n.index))
+		case errors.As(rep.err, &refused):
+			n.identified(identityOf(refused, n.index))
+		}
+	})
+	return s.distinct()
+}
+
+// judgeAnyReply keeps the reply as it is; an error reply is kept too, as a
+// value, since the caller decides what it means.
+func judgeAnyReply(v any) reply { return reply{ok: true, raw: v} }

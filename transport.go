@@ -1,0 +1,174 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pipeline"
+)
+
+// transport carries commands to one node. Two implementations exist: one
+// auto-pipelined connection per node (a Factory's default), and a pool
+// connection per command (WithPipelining(false), and locks made by
+// NewLock). Lock code never knows which one it talks to.
+type transport interface {
+	// start sends c's command and returns at once; c.deliver is called
+	// exactly once with the node's reply or failure, never blocking.
+	start(ctx context.Context, c *call)
+	// fifo reports whether commands started one after another reach the
+	// node in that order (one connection). On such a transport a delete
+	// started after a SET runs after it; otherwise the delete has to wait
+	// until the SET's call is done.
+	fifo() bool
+	// close stops the transport once what was started has been written;
+	// later calls fail with ErrClosed.
+	close()
+}
+
+// command is what a round sends to every node, with the reading of its
+// reply.
+type command struct {
+	script *script // a lock script (EVALSHA, then EVAL on NOSCRIPT), or
+	name   string  // a plain command
+	args   []any   // for a script: key count, keys and arguments
+	wire   []any   // for a script: the hash, then args; built once per round
+	judge  func(v any) reply
+	// detached commands outlive the caller's context, which bounds only
+	// its wait: a SET must finish so that its fate is known, and a delete
+	// must reach slow nodes too.
+	detached bool
+	// redo, if set, is a delete that must happen: when the command fails
+	// on a node, that node's cleanup worker takes it over.
+	redo *discard
+}
+
+// call is one command on one node, with where its reply goes.
+type call struct {
+	cmd  *command
+	n    *node
+	name string // the command as written: EVALSHA, then EVAL on NOSCRIPT
+	args []any
+	slot *reply
+	idx  uint8
+	out  chan<- uint8 // buffered for every call of the round: never blocks
+	fin  *finish      // pool rounds: counts the calls still running
+}
+
+// calls recycles the calls of pipelined rounds, one per node and command.
+var calls = sync.Pool{New: func() any { return new(call) }}
+
+// finish is closed once every call of a pool round is done, so that a
+// cleanup can follow a SET whose reply came too late to be counted.
+type finish struct {
+	left atomic.Int32
+	done chan struct{}
+}
+
+func newFinish(n int) *finish {
+	f := &finish{done: make(chan struct{})}
+	f.left.Store(int32(n))
+	return f
+}
+
+func (f *finish) one() {
+	if f.left.Add(-1) == 0 {
+		close(f.done)
+	}
+}
+
+// Command implements pipeline.Call.
+func (c *call) Command() (string, []any) { return c.name, c.args }
+
+// Reply implements pipeline.Call. A node that lost its scripts (SCRIPT
+// FLUSH, restart) gets the source with EVAL, queued for a writer goroutine
+// since the reader must never write.
+func (c *call) Reply(v any, err error) {
+	if c.name == "EVALSHA" && isNoScript(err) {
+		c.name, c.args = "EVAL", append([]any{c.cmd.script.src}, c.cmd.args...)
+		c.n.tr.(*pipeTransport).conn.Enqueue(c)
+		return
+	}
+	c.deliver(c.n.judge(c.cmd, v, err))
+	if c.fin == nil {
+		*c = call{}
+		calls.Put(c)
+	}
+}
+
+// deliver writes the reply to the call's slot and announces it; a failed
+// delete that must happen goes to the node's cleanup worker.
+func (c *call) deliver(rep reply) {
+	if rep.err != nil && c.cmd.redo != nil {
+		c.n.cleaner.add(*c.cmd.redo, true)
+	}
+	*c.slot = rep
+	c.out <- c.idx
+	if c.fin != nil {
+		c.fin.one()
+	}
+}
+
+// pipeTransport is one auto-pipelined connection to the node.
+type pipeTransport struct{ conn *pipeline.Conn }
+
+func newPipeTransport(p Pool, o *owner, stall time.Duration, n *node) *pipeTransport {
+	return &pipeTransport{conn: pipeline.New(pipeline.Config{
+		Dial:  p.GetContext,
+		Setup: n.setup,
+		Stall: stall,
+		Spawn: o.spawn,
+	})}
+}
+
+func (t *pipeTransport) start(_ context.Context, c *call) {
+	c.name, c.args = c.cmd.name, c.cmd.args
+	if s := c.cmd.script; s != nil {
+		c.name, c.args = "EVALSHA", c.cmd.wire
+	}
+	t.conn.Send(c)
+}
+
+func (t *pipeTransport) fifo() bool { return true }
+func (t *pipeTransport) close()     { t.conn.Close() }
+
+// poolTransport borrows a pool connection per command, each in a goroutine
+// of the owner bounded by the node timeout.
+type poolTransport struct {
+	pool        Pool
+	o           *owner
+	nodeTimeout time.Duration
+}
+
+func (t *poolTransport) start(ctx context.Context, c *call) {
+	if c.cmd.detached {
+		ctx = context.WithoutCancel(ctx)
+	}
+	if !t.o.spawn(func() { t.run(ctx, c) }) {
+		c.deliver(reply{err: c.n.wrap(ErrClosed)})
+	}
+}
+
+func (t *poolTransport) run(ctx context.Context, c *call) {
+	ctx, cancel := context.WithTimeout(ctx, t.nodeTimeout)
+	defer cancel()
+	conn, err := t.pool.GetContext(ctx)
+	if err != nil {
+		c.deliver(reply{err: c.n.wrap(err)})
+		return
+	}
+	defer conn.Close()
+	var v any
+	if s := c.cmd.script; s != nil {
+		v, err = s.rs.DoContext(ctx, conn, c.cmd.args...)
+	} else {
+		v, err = redis.DoContext(conn, ctx, c.cmd.name, c.cmd.args...)
+	}
+	c.deliver(c.n.judge(c.cmd, v, err))
+}
+
+func (t *poolTransport) fifo() bool { return false }
+func (t *poolTransport) close()     {}
