@@ -10,9 +10,9 @@ import (
 	"github.com/redlockplus/redlock"
 )
 
-// The examples run against three redis-server nodes that TestMain starts on
-// these addresses.
-var nodeURLs = []string{"redis://127.0.0.1:16379", "redis://127.0.0.1:16380", "redis://127.0.0.1:16381"}
+// nodeURLs are the redis:// URLs of three redis-server nodes, such as
+// "redis://10.0.0.1:6379". Here TestMain starts them on free loopback ports.
+var nodeURLs []string
 
 func Example() {
 	f, err := redlock.NewFactoryFromURLs(nodeURLs)

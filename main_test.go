@@ -16,14 +16,15 @@ import (
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
-// examplePorts are the fixed addresses the runnable examples use. They lie
-// below the kernel's ephemeral range, so no test's free-port pick collides.
-var examplePorts = []int{16379, 16380, 16381}
-
 func TestMain(m *testing.M) {
 	var examples *redistest.Cluster
 	if redistest.Available() {
-		examples = redistest.StartMain(examplePorts...)
+		var err error
+		if examples, err = redistest.StartMain(3); err != nil {
+			fmt.Fprintf(os.Stderr, "nodes of the examples: %v\n", err)
+			os.Exit(1)
+		}
+		nodeURLs = examples.URLs()
 	}
 	code := m.Run()
 	if examples != nil {

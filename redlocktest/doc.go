@@ -25,8 +25,12 @@
 // (dockertest's own stop signal is SIGWINCH, which Redis ignores); Restart
 // starts the same container again and follows its new host port.
 //
-// The process backend runs local redis-server processes on loopback ports,
-// paused with SIGSTOP and killed with SIGKILL.
+// The process backend runs local redis-server processes on free loopback
+// ports, paused with SIGSTOP and killed with SIGKILL. A node counts as
+// started only once the server answering on its port reports the process
+// id of the child just launched, so another run's server on a reused port
+// is never taken for it; a port lost between its pick and the bind is
+// replaced by a new one, also at Restart.
 //
 // With BackendAuto (the default; REDLOCKTEST_BACKEND=docker or process
 // forces one) Docker is used when an engine answers, else redis-server

@@ -3,9 +3,8 @@ package sdlstore_test
 import (
 	"context"
 	"errors"
-	"net"
+	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -18,54 +17,31 @@ import (
 	"github.com/redlockplus/redlock/sdlstore"
 )
 
-// exampleServer is the redis-server the Example functions talk to.
-var exampleServer *exec.Cmd
-
-// exampleURL is its address, as a redis:// URL.
+// exampleURL is the redis:// URL of the redis-server the Example functions
+// talk to, which TestMain starts on a free port.
 var exampleURL string
 
 func TestMain(m *testing.M) {
-	startExampleServer()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { stopExampleServer() }))
-}
-
-// startExampleServer starts the redis-server used by the examples. It uses
-// no pipes, so it leaves no goroutine behind.
-func startExampleServer() {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir, err := os.MkdirTemp("", "sdlstore-example")
-	if err != nil {
-		return
-	}
-	cmd := exec.Command(redistest.Binary(), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		return
-	}
-	exampleServer = cmd
-	exampleURL = "redis://127.0.0.1:" + strconv.Itoa(port)
-	for i := 0; i < 200; i++ {
-		if c, err := redis.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			_, err = c.Do("PING")
-			c.Close()
-			if err == nil {
-				return
-			}
+	var examples *redistest.Cluster
+	if redistest.Available() {
+		var err error
+		if examples, err = redistest.StartMain(1); err != nil {
+			fmt.Fprintf(os.Stderr, "node of the examples: %v\n", err)
+			os.Exit(1)
 		}
-		time.Sleep(20 * time.Millisecond)
+		exampleURL = examples.URLs()[0]
 	}
-}
-
-func stopExampleServer() {
-	if exampleServer != nil {
-		_ = exampleServer.Process.Kill()
-		_ = exampleServer.Wait()
+	code := m.Run()
+	if examples != nil {
+		examples.Stop() // before the leak check: its process has a waiter goroutine
 	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // env is a store over real redis-server instances.

@@ -1,10 +1,11 @@
 // Package redistest starts real redis-server processes for the tests of this
-// module. It is not a mock: every node is a separate redis-server listening on
-// a free loopback port, and faults are injected by signalling the process.
+// module. It is not a mock: every node is a separate redis-server on a free
+// loopback port, started by internal/redisproc (the one starter the
+// repository's tests share), and faults are injected by signalling the
+// process.
 package redistest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,13 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/redisproc"
 )
 
 // Binary is the redis-server executable the harness starts. REDIS_SERVER overrides it.
@@ -35,16 +37,21 @@ func Available() bool {
 	return err == nil
 }
 
-// Node is one redis-server process.
+// serverArgs make a node a plain cache: nothing is persisted.
+var serverArgs = []string{
+	"--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning",
+}
+
+// Node is one redis-server process. It keeps its port across Kill and
+// Start, so that clients find it again where they expect it.
 type Node struct {
-	tb     testing.TB // nil for nodes started by StartMain
-	dir    string
-	Port   int
-	Args   []string // extra redis-server arguments
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	pool   *redis.Pool
+	tb   testing.TB // nil for nodes started by StartMain
+	dir  string
+	Port int      // chosen free at the first start, kept afterwards
+	Args []string // extra redis-server arguments
+	mu   sync.Mutex
+	proc *redisproc.Process
+	pool *redis.Pool
 }
 
 // Cluster is a set of independent redis-server nodes.
@@ -59,31 +66,39 @@ func Start(tb testing.TB, n int, extraArgs ...string) *Cluster {
 	if !Available() {
 		tb.Fatalf("redistest: %s not found; install it with: apt-get install -y redis-server", Binary())
 	}
-	c := &Cluster{}
-	for i := 0; i < n; i++ {
-		nd := &Node{tb: tb, Port: FreePort(tb), Args: extraArgs, dir: tb.TempDir()}
-		nd.Start()
-		c.Nodes = append(c.Nodes, nd)
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = tb.TempDir() // before the cleanup below, so removed after the nodes stop
 	}
-	tb.Cleanup(c.stop)
+	c := &Cluster{}
+	tb.Cleanup(c.stop) // before the first start, so that a failed one leaks no node
+	for _, dir := range dirs {
+		nd := &Node{tb: tb, Args: extraArgs, dir: dir}
+		c.Nodes = append(c.Nodes, nd)
+		nd.Start()
+	}
 	return c
 }
 
-// StartMain launches one node per port for a TestMain, where there is no
-// testing.TB (runnable examples need fixed addresses). Call Stop when done.
-// It panics if a node cannot start, which fails the test binary.
-func StartMain(ports ...int) *Cluster {
+// StartMain launches n nodes for a TestMain, where there is no testing.TB:
+// the runnable examples read their URLs from a variable TestMain sets. Call
+// Stop when done.
+func StartMain(n int) (*Cluster, error) {
 	c := &Cluster{}
-	for _, p := range ports {
+	for i := 0; i < n; i++ {
 		dir, err := os.MkdirTemp("", "redistest")
 		if err != nil {
-			panic(err)
+			c.Stop()
+			return nil, err
 		}
-		nd := &Node{Port: p, dir: dir}
-		nd.Start()
+		nd := &Node{dir: dir}
 		c.Nodes = append(c.Nodes, nd)
+		if err := nd.start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
 	}
-	return c
+	return c, nil
 }
 
 // Stop kills every node of a StartMain cluster and removes its files.
@@ -138,17 +153,6 @@ func (c *Cluster) FlushAll() {
 	}
 }
 
-// FreePort asks the kernel for a free loopback TCP port.
-func FreePort(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("redistest: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // Addr returns the node's host:port.
 func (n *Node) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port)) }
 
@@ -190,70 +194,46 @@ func (n *Node) Do(cmd string, args ...any) any {
 func (n *Node) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.cmd != nil
+	return n.proc != nil
 }
 
-// Start launches the process (again, after Kill) on the same port and waits
-// until it answers PING.
-func (n *Node) Start() {
+// RunID returns the run id the running process reported when it started,
+// new at every start ("" when the node is not running).
+func (n *Node) RunID() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd != nil {
-		n.fatalf("redistest: node %s already running", n.Addr())
+	if n.proc == nil {
+		return ""
 	}
-	args := append([]string{
-		"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "no",
-		"--daemonize", "no", "--loglevel", "warning", "--dir", n.dir,
-	}, n.Args...)
-	cmd := exec.Command(Binary(), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, _ := cmd.StdoutPipe()
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		n.fatalf("redistest: start %s: %v", Binary(), err)
-	}
-	var logMu sync.Mutex
-	var logLines []string
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logMu.Lock()
-			logLines = append(logLines, sc.Text())
-			logMu.Unlock()
-		}
-	}()
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	if err := waitReady(n.Addr(), exited); err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
-		logMu.Lock()
-		defer logMu.Unlock()
-		n.fatalf("redistest: redis-server on %s not ready: %v\n%s", n.Addr(), err, strings.Join(logLines, "\n"))
-	}
-	n.cmd, n.exited = cmd, exited
+	return n.proc.RunID
 }
 
-func waitReady(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("process exited")
-		default:
-		}
-		c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(200*time.Millisecond), redis.DialReadTimeout(time.Second))
-		if err == nil {
-			_, err = c.Do("PING")
-			c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+// Start launches the process (again, after Kill) on the node's port and
+// waits until the server answering there is this process.
+func (n *Node) Start() {
+	if err := n.start(); err != nil {
+		n.fatalf("redistest: %v", err)
 	}
-	return fmt.Errorf("no PONG within 10s")
+}
+
+func (n *Node) start() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc != nil {
+		return errors.New("node " + n.Addr() + " is already running")
+	}
+	p, err := redisproc.Start(redisproc.Config{
+		Binary: Binary(), Dir: n.dir, Port: n.Port,
+		Args: append(append([]string(nil), serverArgs...), n.Args...),
+	})
+	if err != nil {
+		return err
+	}
+	n.proc = p
+	if n.Port == 0 { // written once, before the node is shared
+		n.Port = p.Port
+	}
+	return nil
 }
 
 // fatalf fails the test, or panics in a TestMain.
@@ -269,13 +249,11 @@ func (n *Node) fatalf(format string, args ...any) {
 func (n *Node) Kill() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil {
+	if n.proc == nil {
 		return
 	}
-	_ = syscall.Kill(n.cmd.Process.Pid, syscall.SIGCONT)
-	_ = n.cmd.Process.Kill()
-	<-n.exited
-	n.cmd = nil
+	n.proc.Kill()
+	n.proc = nil
 }
 
 // Pause freezes the process with SIGSTOP: connections stay open and hang.
@@ -287,10 +265,10 @@ func (n *Node) Resume() { n.signal(syscall.SIGCONT) }
 func (n *Node) signal(sig syscall.Signal) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.cmd == nil {
+	if n.proc == nil {
 		n.fatalf("redistest: node %s is not running", n.Addr())
 	}
-	if err := n.cmd.Process.Signal(sig); err != nil {
+	if err := n.proc.Signal(sig); err != nil {
 		n.fatalf("redistest: signal %v to %s: %v", sig, n.Addr(), err)
 	}
 }

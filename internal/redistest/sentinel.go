@@ -4,16 +4,15 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/redisproc"
 )
 
 // Sentinel is one redis-sentinel process monitoring one master.
@@ -21,9 +20,7 @@ type Sentinel struct {
 	tb     testing.TB
 	Port   int
 	Master string // the monitored master's name
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *redisproc.Process
 }
 
 // StartReplica starts a redis-server replicating master and waits until
@@ -53,15 +50,8 @@ func StartSentinel(tb testing.TB, masterName string, master *Node, downAfter tim
 	if !Available() {
 		tb.Fatalf("redistest: %s not found; install it with: apt-get install -y redis-server redis-sentinel", Binary())
 	}
-	s := &Sentinel{tb: tb, Port: FreePort(tb), Master: masterName}
 	dir := tb.TempDir()
 	conf := []string{
-		"port " + strconv.Itoa(s.Port),
-		"bind 127.0.0.1",
-		"protected-mode no",
-		"daemonize no",
-		"loglevel warning",
-		"dir " + dir,
 		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", masterName, master.Port),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", masterName, downAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", masterName, max(2*downAfter.Milliseconds(), 2000)),
@@ -72,21 +62,15 @@ func StartSentinel(tb testing.TB, masterName string, master *Node, downAfter tim
 	if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		tb.Fatalf("redistest: write sentinel config: %v", err)
 	}
-	cmd := exec.Command(Binary(), path, "--sentinel")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := redisproc.Start(redisproc.Config{
+		Binary: Binary(), Dir: dir, ConfigFile: path,
+		Args: []string{"--sentinel", "--protected-mode", "no", "--loglevel", "warning"},
+	})
+	if err != nil {
 		tb.Fatalf("redistest: start sentinel: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	if err := waitReady(s.Addr(), exited); err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
-		tb.Fatalf("redistest: sentinel on %s not ready: %v", s.Addr(), err)
-	}
-	s.cmd, s.exited = cmd, exited
-	tb.Cleanup(s.Kill)
-	return s
+	tb.Cleanup(p.Kill)
+	return &Sentinel{tb: tb, Port: p.Port, Master: masterName, proc: p}
 }
 
 // Addr returns the sentinel's host:port.
@@ -140,13 +124,4 @@ func (s *Sentinel) WaitReplicas(n int, timeout time.Duration) {
 }
 
 // Kill stops the sentinel with SIGKILL and waits for it.
-func (s *Sentinel) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
-}
+func (s *Sentinel) Kill() { s.proc.Kill() }

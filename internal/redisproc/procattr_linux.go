@@ -1,4 +1,4 @@
-package redlocktest
+package redisproc
 
 import "syscall"
 
@@ -8,6 +8,3 @@ import "syscall"
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
-
-// processGone reports whether no process with this id exists.
-func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }

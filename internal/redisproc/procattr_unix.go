@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package redlocktest
+package redisproc
 
 import "syscall"
 
@@ -9,6 +9,3 @@ import "syscall"
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
-
-// processGone reports whether no process with this id exists.
-func processGone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
