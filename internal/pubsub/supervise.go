@@ -26,7 +26,7 @@ func (s *Subscriber) run() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.down(err, dialled, backoff, answered)
+		s.down(err, dialled, answered, backoff)
 		if answered { // a working connection ended: dial again at once
 			reconnect, backoff = true, s.cfg.MinBackoff
 			continue
@@ -75,7 +75,7 @@ func (s *Subscriber) connectOnce(reconnect bool) (answered, dialled bool, err er
 
 // down reports a failed dial or a lost connection: it fails the waiting
 // WaitConfirmed calls, logs, and tells the owner.
-func (s *Subscriber) down(err error, dialled bool, backoff time.Duration, answered bool) {
+func (s *Subscriber) down(err error, dialled, answered bool, backoff time.Duration) {
 	s.failWaiters(fmt.Errorf("%w: %w", ErrDisconnected, err))
 	if l := s.cfg.Logger; l != nil {
 		switch {
