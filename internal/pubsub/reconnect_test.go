@@ -59,6 +59,9 @@ func TestHealthCheckCatchesPausedServer(t *testing.T) {
 	must(t, s.WaitConfirmed(ctx(t), "a"))
 	recv(t, r.connects, "OnConnect")
 
+	for len(r.disconnects) > 0 { // a reader starved by a loaded machine may have missed a PONG
+		<-r.disconnects
+	}
 	node.Pause()
 	paused := time.Now()
 	// 16 MB of channel names: more than the socket buffers hold, so the
@@ -199,12 +202,12 @@ func TestBackoffGrowsAndResets(t *testing.T) {
 // not mistaken for a broken connection.
 func TestIdleConnectionStaysUp(t *testing.T) {
 	node := start(t)
-	s, r := newSub(t, node, func(c *pubsub.Config) { c.HealthInterval = 200 * time.Millisecond })
+	s, r := newSub(t, node, func(c *pubsub.Config) { c.HealthInterval = 300 * time.Millisecond })
 	must(t, s.Subscribe("a"))
 	must(t, s.WaitConfirmed(ctx(t), "a"))
 	must(t, s.Unsubscribe("a"))
 	eventually(t, "server drops a", func() bool { return numsub(t, node, "a") == 0 })
-	none(t, r.disconnects, 1500*time.Millisecond, "disconnect of an idle connection")
+	none(t, r.disconnects, 2*time.Second, "disconnect of an idle connection") // six PINGs
 	must(t, s.Subscribe("b"))
 	must(t, s.WaitConfirmed(ctx(t), "b"))
 }
