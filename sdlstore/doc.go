@@ -34,11 +34,15 @@
 // # Notifications
 //
 // SubscribeChannel registers a callback for channels of a namespace. Each
-// instance has one subscriber connection shared by all channels; its reader
-// queues messages and callbacks run in a listener goroutine (the default) or
-// in HandleEvents (WithEventPolling, ricsdl's polling mode). A subscriber
-// whose instance restarts or fails over dials again and resubscribes; events
-// published while it was disconnected are lost, as with any Redis pub/sub.
+// instance has one subscriber connection shared by all channels, PINGed
+// every WithHealthCheckInterval; its reader queues messages and callbacks
+// run in a listener goroutine (the default) or in HandleEvents
+// (WithEventPolling, ricsdl's polling mode). The queue holds at most
+// WithEventQueue events; when callbacks fall that far behind, new events
+// are dropped and counted (DroppedEvents) rather than stalling the
+// connection. A subscriber whose instance restarts, fails over or stops
+// answering dials again and resubscribes; events published while it was
+// disconnected are lost, as with any Redis pub/sub.
 //
 // # Locks
 //

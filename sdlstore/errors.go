@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pubsub"
 )
 
 // ErrSDL is the root of every error this package returns:
@@ -90,6 +92,7 @@ func classify(err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, errNoMaster),
+		errors.Is(err, pubsub.ErrDisconnected), errors.Is(err, pubsub.ErrHealthCheck),
 		errors.As(err, &ne), errors.As(err, &errno):
 		return ErrNotConnected
 	}

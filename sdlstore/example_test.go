@@ -139,3 +139,39 @@ func ExampleNewFromEnv() {
 	defer sdl.Close()
 	fmt.Println("instances:", sdl.Instances())
 }
+
+// A slow consumer: with room for two events, a third that arrives before
+// HandleEvents takes any is dropped and counted, not queued without bound.
+func ExampleWithEventQueue() {
+	ctx := context.Background()
+	pool, err := redlock.NewPool(exampleURL)
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	sdl, err := sdlstore.New([]redlock.Pool{pool}, sdlstore.WithEventPolling(), sdlstore.WithEventQueue(2))
+	if err != nil {
+		panic(err)
+	}
+	defer sdl.Close()
+
+	_ = sdl.SubscribeChannel(ctx, "queue-demo", func(string, []string) {}, "changes")
+	for _, ev := range []string{"one", "two", "three"} {
+		_ = sdl.SetAndPublish(ctx, "queue-demo", sdlstore.ChannelEvents{"changes": {ev}}, map[string][]byte{"k": []byte(ev)})
+	}
+	for sdl.DroppedEvents() == 0 { // the subscriber reads the third event in the background
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("dropped:", sdl.DroppedEvents())
+	for {
+		_, events, ok, _ := sdl.HandleEvents(ctx)
+		if !ok {
+			break
+		}
+		fmt.Println("handled:", events)
+	}
+	// Output:
+	// dropped: 1
+	// handled: [one]
+	// handled: [two]
+}

@@ -21,6 +21,9 @@ const (
 	// MaxReconnectDelay caps the pause between subscriber reconnection
 	// attempts: 5 s (or the reconnect delay, if that is longer).
 	MaxReconnectDelay = 5 * time.Second
+	// DefaultEventQueue is how many received notifications a Store holds
+	// for delivery before it drops new ones: 1024.
+	DefaultEventQueue = 1024
 	// DefaultPort is the Redis port NewFromEnv uses when DBAAS_SERVICE_PORT
 	// is unset: 6379.
 	DefaultPort = "6379"
@@ -32,6 +35,7 @@ type Option func(*config)
 // config is the resolved option set of a Store.
 type config struct {
 	polling        bool
+	eventQueue     int
 	logger         *slog.Logger
 	healthInterval time.Duration
 	reconnectDelay time.Duration
@@ -43,6 +47,7 @@ func defaultConfig() config {
 	return config{
 		healthInterval: DefaultHealthCheckInterval,
 		reconnectDelay: DefaultReconnectDelay,
+		eventQueue:     DefaultEventQueue,
 		lookupEnv:      os.LookupEnv,
 	}
 }
@@ -55,8 +60,19 @@ func defaultConfig() config {
 // sdlgo's only mode).
 func WithEventPolling() Option { return func(c *config) { c.polling = true } }
 
+// WithEventQueue bounds how many received notifications wait for delivery,
+// across all instances. Default 1024 (DefaultEventQueue); n must be
+// positive. When a callback (or, in polling mode, the HandleEvents loop)
+// falls that far behind, further notifications are dropped until it catches
+// up: each is counted in DroppedEvents, and WithLogger's logger gets one
+// line when dropping starts and one when it ends. The subscriber connection
+// is never made to wait instead, since that would stall its health check
+// and every other channel of the instance; Redis pub/sub delivers at most
+// once anyway.
+func WithEventQueue(n int) Option { return func(c *config) { c.eventQueue = n } }
+
 // WithLogger sets where the subscribers report lost connections and
-// reconnections. Default: no logging.
+// reconnections, and the event queue its overflows. Default: no logging.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithHealthCheckInterval sets how often each subscriber connection is
@@ -102,6 +118,9 @@ func applyOptions(opts []Option) (config, error) {
 	}
 	if c.reconnectDelay <= 0 {
 		return c, invalidArg("reconnect delay %v is not positive", c.reconnectDelay)
+	}
+	if c.eventQueue <= 0 {
+		return c, invalidArg("event queue size %d is not positive", c.eventQueue)
 	}
 	if c.lookupEnv == nil {
 		return c, invalidArg("lookup function is nil")

@@ -72,7 +72,7 @@ func newStore(nodes []redlock.Pool, cfg config, owned []io.Closer) (*Store, erro
 		s.insts = append(s.insts, &instance{index: i, pool: p})
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ev.init(cfg.polling)
+	s.ev.init(cfg)
 	return s, nil
 }
 
@@ -125,6 +125,7 @@ func (s *Store) Close() error {
 	if already {
 		return nil
 	}
+	s.closeSubscribers()
 	s.cancel()
 	s.ev.wake()
 	s.wg.Wait()
@@ -135,6 +136,22 @@ func (s *Store) Close() error {
 		}
 	}
 	return first
+}
+
+// closeSubscribers stops the subscriber of every instance and waits for
+// it. None starts after Close began: spawn refuses it.
+func (s *Store) closeSubscribers() {
+	s.subMu.Lock()
+	var subs []*subscriber
+	for _, in := range s.insts {
+		if in.sub != nil {
+			subs = append(subs, in.sub)
+		}
+	}
+	s.subMu.Unlock()
+	for _, sb := range subs {
+		sb.ps.Close()
+	}
 }
 
 // spawn runs fn in a goroutine that Close waits for; false after Close.

@@ -1,0 +1,162 @@
+package pubsub
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// session is one connection: a reader and a writer goroutine, watched by
+// the Subscriber's goroutine, which also runs the health check.
+type session struct {
+	s         *Subscriber
+	conn      redis.Conn
+	reconnect bool
+	lastSeen  atomic.Int64 // unix nanoseconds of the last reply read
+	up        atomic.Bool  // the first PONG came: OnConnect ran
+}
+
+// serve runs conn until it fails, stops answering, or the Subscriber
+// closes; it returns after the reader and the writer have exited and conn
+// is closed. answered reports whether the connection came up.
+func (s *Subscriber) serve(conn redis.Conn, reconnect bool) (answered bool, err error) {
+	ss := &session{s: s, conn: conn, reconnect: reconnect}
+	ss.lastSeen.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	s.set.reset(true) // SUBSCRIBE everything, then PING: its PONG means up
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(s.ctx)
+	readc, writec := make(chan error, 1), make(chan error, 1)
+	go func() { readc <- ss.read(ctx) }()
+	go func() { writec <- ss.write(ctx) }()
+	err, running := ss.watch(readc, writec)
+	cancel() // the reader's ReceiveContext closes the socket, which unblocks a write too
+	for ; running > 0; running-- {
+		select {
+		case <-readc:
+		case <-writec:
+		}
+	}
+
+	s.mu.Lock()
+	s.set.reset(false)
+	s.mu.Unlock()
+	conn.Close()
+	return ss.up.Load(), err
+}
+
+// watch waits for the reader or the writer to fail, the health check to
+// fail, or Close; it returns why, and how many of the two still run.
+func (ss *session) watch(readc, writec <-chan error) (error, int) {
+	interval := ss.s.cfg.HealthInterval
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-readc:
+			return err, 1
+		case err := <-writec:
+			return err, 1
+		case <-ss.s.ctx.Done():
+			return ErrClosed, 2
+		case <-t.C:
+			if time.Since(time.Unix(0, ss.lastSeen.Load())) > 2*interval {
+				return ErrHealthCheck, 2
+			}
+			ss.s.mu.Lock()
+			ss.s.set.pingDue = true
+			ss.s.mu.Unlock()
+			signal(ss.s.wake)
+		}
+	}
+}
+
+// write sends what the set asks for until ctx ends or a write fails. It is
+// the connection's only writer, so commands reach the server in the order
+// the set changed.
+func (ss *session) write(ctx context.Context) error {
+	for {
+		ss.s.mu.Lock()
+		subs, unsubs, ping := ss.s.set.take()
+		ss.s.mu.Unlock()
+		if err := ss.send(subs, unsubs, ping); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ss.s.wake:
+		}
+	}
+}
+
+// send writes and flushes one batch of commands.
+func (ss *session) send(subs, unsubs []any, ping bool) error {
+	if len(subs) == 0 && len(unsubs) == 0 && !ping {
+		return nil
+	}
+	var err error
+	if len(unsubs) > 0 {
+		err = ss.conn.Send("UNSUBSCRIBE", unsubs...)
+	}
+	if len(subs) > 0 && err == nil {
+		err = ss.conn.Send("SUBSCRIBE", subs...)
+	}
+	if ping && err == nil {
+		err = ss.conn.Send("PING")
+	}
+	if err != nil {
+		return err
+	}
+	return ss.conn.Flush()
+}
+
+// read handles replies until ctx ends or the connection fails.
+func (ss *session) read(ctx context.Context) error {
+	for {
+		v, err := redis.ReceiveContext(ss.conn, ctx)
+		if err != nil {
+			return err
+		}
+		ss.lastSeen.Store(time.Now().UnixNano())
+		p, err := parsePush(v)
+		if err != nil {
+			return err
+		}
+		ss.handle(p)
+	}
+}
+
+// handle acts on one reply; callbacks run with no lock held.
+func (ss *session) handle(p push) {
+	s := ss.s
+	switch p.kind {
+	case kindMessage:
+		s.mu.Lock()
+		ok := s.set.delivers(p.channel)
+		s.mu.Unlock()
+		if ok && s.cfg.OnMessage != nil {
+			s.cfg.OnMessage(p.channel, p.data)
+		}
+	case kindSubscription:
+		s.mu.Lock()
+		confirmed := s.set.reply(p.channel)
+		s.mu.Unlock()
+		if confirmed && s.cfg.OnConfirm != nil {
+			s.cfg.OnConfirm(p.channel)
+		}
+	case kindPong:
+		if ss.up.Swap(true) {
+			return
+		}
+		if ss.reconnect && s.cfg.Logger != nil {
+			s.cfg.Logger.Info("pubsub: reconnected")
+		}
+		if s.cfg.OnConnect != nil {
+			s.cfg.OnConnect(ss.reconnect)
+		}
+	}
+}
