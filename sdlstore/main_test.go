@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"go.uber.org/goleak"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 	"github.com/redlockplus/redlock/internal/redistest"
 	"github.com/redlockplus/redlock/sdlstore"
 )
@@ -26,7 +26,7 @@ var exampleURL string
 
 func TestMain(m *testing.M) {
 	startExampleServer()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { stopExampleServer() }))
+	leakcheck.VerifyTestMain(m, stopExampleServer)
 }
 
 // startExampleServer starts the redis-server used by the examples. It uses
