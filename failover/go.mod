@@ -1,6 +1,6 @@
 module github.com/redlockplus/redlock/failover
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/gomodule/redigo v1.9.3
@@ -36,6 +36,6 @@ require (
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
-	golang.org/x/sys v0.28.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )

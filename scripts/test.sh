@@ -5,8 +5,9 @@
 # (root, redlocktest, failover, cmd/redlock, bench): gofmt, go vet,
 # staticcheck and its tests under the race detector, each package's
 # TestMain checking for leaked goroutines. Before the tests it checks that
-# the root module gained no dependency (scripts/deps-check.sh) and that every
-# go.mod of the tree is in go.work; after them, that
+# the root module gained no dependency (scripts/deps-check.sh), that every
+# go.mod of the tree is in go.work and that each module requires the
+# versions the workspace builds it with; after them, that
 # `go install …/cmd/redlock@latest` works on a simulated release
 # (scripts/install-check.sh). Arguments go to every `go test`.
 #
@@ -42,20 +43,37 @@ fi
 bash scripts/deps-check.sh
 
 modules="$(go list -m -f '{{.Dir}}')"
+label() { [ "$1" = "$PWD" ] && echo "root module" || echo "${1#"$PWD"/}"; }
 for gomod in $(find "$PWD" -name go.mod -not -path '*/testdata/*'); do
   grep -qxF "$(dirname "$gomod")" <<<"$modules" ||
     { echo "test.sh: $(dirname "$gomod") has a go.mod but is not in go.work" >&2; exit 1; }
 done
 
+# The workspace builds each module with the highest version that any module
+# requires; a released module gets what it requires itself. They must agree,
+# or CI would test other dependencies than users get.
+selected="$(go list -m -f '{{.Path}} {{.Version}}' all)"
+for dir in $modules; do
+  awk '/^require \(/ { b = 1; next } b && /^\)/ { b = 0; next } b && NF { print $1, $2 }
+    /^require [^(]/ { print $2, $3 }' "$dir/go.mod" | while read -r path version; do
+    got="$(awk -v p="$path" '$1 == p { print $2 }' <<<"$selected")"
+    # (a module of the workspace has no version: it is this tree)
+    if [ -n "$got" ] && [ "$got" != "$version" ]; then
+      echo "test.sh: $(label "$dir") requires $path $version, but the workspace builds it with $got: require $got" >&2
+      exit 1
+    fi
+  done
+done
+
 unformatted="$(gofmt -l .)"
 [ -z "$unformatted" ] || { echo "test.sh: not gofmt'ed: $unformatted" >&2; exit 1; }
 for dir in $modules; do
-  echo "== vet and staticcheck: ${dir#"$PWD"}"
+  echo "== vet and staticcheck: $(label "$dir")"
   (cd "$dir" && go vet ./... && "$staticcheck" ./...)
 done
 
 for dir in $modules; do
-  echo "== test: ${dir#"$PWD"}"
+  echo "== test: $(label "$dir")"
   case "$dir" in
   # The benchmark tool's tests run it briefly; the race detector would make
   # its figures and its time limits meaningless.

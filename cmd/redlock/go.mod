@@ -1,6 +1,6 @@
 module github.com/redlockplus/redlock/cmd/redlock
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
@@ -8,7 +8,7 @@ require (
 	github.com/redlockplus/redlock v0.3.0
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.28.0
+	golang.org/x/sys v0.48.0
 )
 
 require (
