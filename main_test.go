@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"go.uber.org/goleak"
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/faultpool"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
@@ -43,14 +43,7 @@ func TestMain(m *testing.M) {
 // task could have ended: a lock without a factory may still be retrying the
 // cleanup of a failed attempt for up to 7 node timeouts (7 s by default).
 func findLeaks() error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := goleak.Find()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return leakcheck.Find(10 * time.Second)
 }
 
 // startURLs starts n real redis-server nodes for a test or benchmark.

@@ -2,12 +2,10 @@ module github.com/redlockplus/redlock/bench
 
 go 1.26.0
 
-replace github.com/redlockplus/redlock => ../
-
 require (
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
-	github.com/redlockplus/redlock v0.0.0-00010101000000-000000000000
+	github.com/redlockplus/redlock v0.3.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0

@@ -37,6 +37,9 @@ func (c *Cluster) NewClient() *Client {
 			cl.close()
 			c.tb.Fatalf("redlocktest: NewClient: node %d: %v", i, err)
 		}
+		if c.state[i] == stateKilled {
+			fp.refuse()
+		}
 		cl.proxies = append(cl.proxies, fp)
 		pool, err := newNodePool(fp.addr, c.gens[i])
 		if err != nil {

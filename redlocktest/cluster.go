@@ -231,8 +231,11 @@ func (c *Cluster) fail(op string, i int, err error) {
 }
 
 // Kill stops node i at once with SIGKILL. Its keys are lost unless
-// persistence is on; clients get connection errors until Restart. A paused
-// node is continued and killed; killing a killed node does nothing.
+// persistence is on. Until Restart, its address refuses connections and
+// open connections are reset, as at a host whose server died, so clients
+// see "connection refused" (a partitioned or paused node times out
+// instead). A paused node is continued and killed; killing a killed node
+// does nothing.
 func (c *Cluster) Kill(i int) {
 	c.tb.Helper()
 	c.check("Kill", i)
@@ -256,6 +259,9 @@ func (c *Cluster) killLocked(op string, i int) {
 	if err := c.backend.kill(i); err != nil {
 		c.fail(op, i, err)
 	}
+	for _, p := range append([]*faultProxy{c.proxies[i]}, c.clientProxies(i)...) {
+		p.refuse()
+	}
 	c.gens[i].Add(1)
 	c.state[i] = stateKilled
 }
@@ -274,16 +280,26 @@ func (c *Cluster) Restart(i int) {
 	if err != nil {
 		c.fail("Restart", i, err)
 	}
-	if err := c.proxies[i].setUpstream(addr); err != nil {
-		c.fail("Restart", i, err)
-	}
-	for _, cl := range c.clients {
-		if err := cl.proxies[i].setUpstream(addr); err != nil {
+	for _, p := range append([]*faultProxy{c.proxies[i]}, c.clientProxies(i)...) {
+		if err := p.setUpstream(addr); err != nil {
+			c.fail("Restart", i, err)
+		}
+		if err := p.listen(); err != nil {
 			c.fail("Restart", i, err)
 		}
 	}
 	c.gens[i].Add(1)
 	c.state[i] = stateRunning
+}
+
+// clientProxies returns every Client's proxy in front of node i; c.mu is
+// held.
+func (c *Cluster) clientProxies(i int) []*faultProxy {
+	out := make([]*faultProxy, 0, len(c.clients))
+	for _, cl := range c.clients {
+		out = append(out, cl.proxies[i])
+	}
+	return out
 }
 
 // Pause freezes node i (SIGSTOP, or a paused container): connections stay

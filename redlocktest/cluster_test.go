@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,14 +93,35 @@ func TestFaults(t *testing.T) {
 			}
 
 			t.Run("KillRestart", func(t *testing.T) {
+				before := c.NewClient()
 				c.Kill(0)
 				c.Kill(0) // idempotent
+				after := c.NewClient()
+				// A killed node refuses connections, as a dead host does,
+				// through the cluster's pools and every Client's.
 				_, err := do(c, 0, 3*time.Second, "PING")
-				if err == nil || isTimeout(err) {
-					t.Fatalf("PING on a killed node: %v, want a connection error (not a timeout)", err)
+				if !errors.Is(err, syscall.ECONNREFUSED) {
+					t.Fatalf("PING on a killed node: %v, want connection refused", err)
+				}
+				for _, cl := range []*Client{before, after} {
+					_, err := redis.DialContext(context.Background(), "tcp", cl.proxies[0].addr)
+					if !errors.Is(err, syscall.ECONNREFUSED) {
+						t.Fatalf("dialling a killed node through %s: %v, want connection refused", cl.name, err)
+					}
 				}
 				mustDo(t, c, 1, "PING")
 				c.Restart(0)
+				for _, cl := range []*Client{before, after} {
+					conn, err := redis.DialContext(context.Background(), "tcp", cl.proxies[0].addr, redis.DialReadTimeout(5*time.Second))
+					if err != nil {
+						t.Fatalf("dialling a restarted node through %s: %v", cl.name, err)
+					}
+					_, err = conn.Do("PING")
+					conn.Close()
+					if err != nil {
+						t.Fatalf("PING on a restarted node through %s: %v", cl.name, err)
+					}
+				}
 				if c.URLs()[0] != urls[0] {
 					t.Fatalf("address changed across Restart: %s -> %s", urls[0], c.URLs()[0])
 				}

@@ -43,7 +43,8 @@
 // process, on a fixed loopback address. Clients only ever see the proxy, so
 // a node's address survives Restart, and Partition, Delay and CutReplies
 // behave the same on both backends. Kill, Restart, Pause and Unpause act on
-// the node itself. Cluster.NewClient gives one client proxies of its own,
+// the node itself; a killed node's proxy also stops listening until
+// Restart, so clients get "connection refused" as from a dead host. Cluster.NewClient gives one client proxies of its own,
 // for asymmetric faults: a lock holder cut off from the majority while its
 // competitors still reach it.
 //

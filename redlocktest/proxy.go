@@ -19,10 +19,10 @@ import (
 // to the next stage blocks forever), which the tests' leak check caught. This
 // proxy owns every goroutine it starts and close waits for all of them.
 type faultProxy struct {
-	ln   net.Listener
 	addr string
 
 	mu          sync.Mutex
+	ln          net.Listener // nil while refusing
 	upstream    string
 	partitioned bool
 	delay       time.Duration
@@ -67,14 +67,14 @@ func newFaultProxy(upstream string) (*faultProxy, error) {
 	p := &faultProxy{ln: ln, addr: ln.Addr().String(), upstream: upstream,
 		conns: map[*proxyConn]struct{}{}, quit: make(chan struct{})}
 	p.wg.Add(1)
-	go p.acceptLoop()
+	go p.acceptLoop(ln)
 	return p, nil
 }
 
-func (p *faultProxy) acceptLoop() {
+func (p *faultProxy) acceptLoop(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		client, err := p.ln.Accept()
+		client, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -229,6 +229,43 @@ func (p *faultProxy) setUpstream(upstream string) error {
 	return nil
 }
 
+// refuse stops listening, so that connecting to the proxy's address is
+// refused, as at a host whose server died, and resets the open
+// connections. It lasts until listen.
+func (p *faultProxy) refuse() {
+	p.mu.Lock()
+	ln := p.ln
+	p.ln = nil
+	open := make([]*proxyConn, 0, len(p.conns))
+	for pc := range p.conns {
+		open = append(open, pc)
+	}
+	p.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	for _, pc := range open {
+		pc.shut()
+	}
+}
+
+// listen ends refuse: the proxy listens again on its own address.
+func (p *faultProxy) listen() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return fmt.Errorf("listen again on %s: %w", p.addr, err)
+	}
+	p.ln = ln
+	p.wg.Add(1)
+	go p.acceptLoop(ln)
+	return nil
+}
+
 // partition drops every byte in both directions, on open and new
 // connections alike, without closing anything.
 func (p *faultProxy) partition() error {
@@ -272,12 +309,16 @@ func (p *faultProxy) close() {
 	}
 	p.closed = true
 	close(p.quit)
+	ln := p.ln
+	p.ln = nil
 	open := make([]*proxyConn, 0, len(p.conns))
 	for pc := range p.conns {
 		open = append(open, pc)
 	}
 	p.mu.Unlock()
-	_ = p.ln.Close()
+	if ln != nil {
+		_ = ln.Close()
+	}
 	for _, pc := range open {
 		pc.shut()
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"go.uber.org/goleak"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 	"github.com/redlockplus/redlock/internal/redistest"
 	"github.com/redlockplus/redlock/sdlstore"
 )
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		examples.Stop() // before the leak check: its process has a waiter goroutine
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := leakcheck.Find(10 * time.Second); err != nil {
 			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
 			code = 1
 		}

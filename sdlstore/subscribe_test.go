@@ -293,7 +293,7 @@ func TestHungInstance(t *testing.T) {
 	}
 }
 
-// Close stops every subscriber and the listener (goleak in TestMain checks
+// Close stops every subscriber and the listener (the leak check in TestMain checks
 // it) and later calls fail with ErrClosed.
 func TestCloseStopsEverything(t *testing.T) {
 	c := redistest.Start(t, 2)

@@ -26,7 +26,9 @@ type benchRow struct {
 
 // benchReport is the --json output of bench.
 type benchReport struct {
-	Nodes          []string   `json:"nodes"`
+	Nodes []string `json:"nodes"`
+	// Embedded: the nodes are embedded Go servers (miniredis), started by
+	// bench itself or found to be such, e.g. the nodes of 'redlock dev'.
 	Embedded       bool       `json:"embedded"`
 	Representative bool       `json:"representative"`
 	Results        []benchRow `json:"results"`
@@ -89,6 +91,12 @@ func runBench(ctx context.Context, out, errw io.Writer, urls []string, perRun ti
 		return err
 	}
 	_, err = c.requireQuorum(ctx, len(urls))
+	var notRedis []string
+	if err == nil && !rep.Embedded {
+		notRedis = c.notRedis(ctx)
+		rep.Embedded = len(notRedis) > 0
+		rep.Representative = !rep.Embedded
+	}
 	c.close()
 	if err != nil {
 		return err
@@ -98,15 +106,24 @@ func runBench(ctx context.Context, out, errw io.Writer, urls []string, perRun ti
 		rep.Nodes = append(rep.Nodes, hostOf(u))
 	}
 	if !asJSON {
-		where := "configured nodes"
-		if rep.Embedded {
+		where, why := "configured nodes", ""
+		switch {
+		case len(notRedis) > 0:
+			where += ", embedded"
+			which := "the nodes are"
+			if len(notRedis) < len(urls) {
+				which = strings.Join(notRedis, ", ") + " are"
+			}
+			why = which + " embedded Go servers (miniredis, as 'redlock dev' starts), not Redis."
+		case rep.Embedded:
 			where = "embedded nodes (miniredis, in this process)"
+			why = "embedded nodes are a Go server inside this process, sharing its CPU."
 		}
 		fmt.Fprintf(out, "%s %d %s, %v per workload and target\n  %s\n",
 			s.bold("redlock bench:"), len(urls), where, perRun, s.dim(strings.Join(rep.Nodes, "  ")))
 		if rep.Embedded {
-			fmt.Fprintf(out, "%s\n%s\n", s.yellow("⚠ NOT REPRESENTATIVE: embedded nodes are a Go server inside this process, sharing"),
-				s.yellow("  its CPU. Run 'redlock bench --nodes redis://...' against real Redis servers."))
+			fmt.Fprintf(out, "%s\n%s\n", s.yellow("⚠ NOT REPRESENTATIVE: "+why),
+				s.yellow("  Run 'redlock bench --nodes redis://...' against real Redis servers."))
 		}
 	}
 

@@ -52,3 +52,27 @@ func TestBenchJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchOnDevNodes runs it on the nodes of `redlock dev`, given as
+// configured nodes: bench must find them to be embedded and say that its
+// numbers are not representative, in text and in JSON.
+func TestBenchOnDevNodes(t *testing.T) {
+	d := startDev(t)
+	r := cli(t, d.env, "bench", "--duration", "100ms")
+	if r.code != 0 {
+		t.Fatalf("bench: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"configured nodes, embedded", "NOT REPRESENTATIVE: the nodes are embedded", "'redlock dev'"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = cli(t, d.env, "bench", "--json", "--duration", "100ms")
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("bench --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !rep.Embedded || rep.Representative {
+		t.Errorf("report on dev nodes: embedded %v, representative %v; want true, false", rep.Embedded, rep.Representative)
+	}
+}

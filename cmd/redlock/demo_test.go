@@ -67,52 +67,74 @@ func TestDemoConfiguredNodes(t *testing.T) {
 	}
 }
 
-// TestDev starts embedded nodes with `redlock dev`, uses the printed
-// REDLOCK_NODES line with run and status, and stops it with SIGINT.
-func TestDev(t *testing.T) {
+// devNodes is a `redlock dev` running in the background.
+type devNodes struct {
+	env    []string // the REDLOCK_NODES=... line it printed
+	cmd    *exec.Cmd
+	exited chan error
+	stderr *syncBuffer
+}
+
+// startDev starts `redlock dev` with 3 nodes on free ports and waits for
+// its REDLOCK_NODES line. It is killed at cleanup if still running.
+func startDev(t *testing.T) *devNodes {
+	t.Helper()
 	cmd := exec.Command(binary, "dev", "--port", "0", "--nodes", "3")
 	cmd.Env = cleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
+	d := &devNodes{cmd: cmd, exited: make(chan error, 1), stderr: &syncBuffer{}}
+	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	lines := bufio.NewReader(stdout)
+	first := make(chan string, 1)
 	go func() {
-		_, _ = io.Copy(io.Discard, stdout)
-		exited <- cmd.Wait()
+		line, _ := lines.ReadString('\n')
+		first <- line
+		_, _ = io.Copy(io.Discard, lines)
+		d.exited <- cmd.Wait()
 	}()
-	defer func() {
-		_ = cmd.Process.Kill()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading dev output: %v (stderr %q)", err, stderr.String())
-	}
-	line = strings.TrimSpace(line)
+	t.Cleanup(func() {
+		if cmd.Process.Kill() == nil {
+			<-d.exited
+		}
+	})
+	line := strings.TrimSpace(<-first)
 	if !strings.HasPrefix(line, EnvNodes+"=redis://127.0.0.1:") || strings.Count(line, ",") != 2 {
-		t.Fatalf("dev printed %q, want the REDLOCK_NODES line of 3 nodes", line)
+		t.Fatalf("dev printed %q, want the REDLOCK_NODES line of 3 nodes (stderr %q)", line, d.stderr.String())
 	}
-	env := []string{line}
-	if r := cli(t, env, "run", "hello", "--", "sh", "-c", "exit 4"); r.code != 4 {
+	d.env = []string{line}
+	return d
+}
+
+// TestDev starts embedded nodes with `redlock dev`, uses the printed
+// REDLOCK_NODES line with run and status, and stops it with SIGINT: it
+// must exit at once (there is nothing to flush).
+func TestDev(t *testing.T) {
+	d := startDev(t)
+	if r := cli(t, d.env, "run", "hello", "--", "sh", "-c", "exit 4"); r.code != 4 {
 		t.Errorf("run on dev nodes: exit %d, stderr %q", r.code, r.stderr)
 	}
-	l := startHolder(t, env, "dev-held")
-	if r := cli(t, env, "status", "dev-held"); r.code != 0 || !strings.Contains(r.stdout, "HELD") {
+	l := startHolder(t, d.env, "dev-held")
+	if r := cli(t, d.env, "status", "dev-held"); r.code != 0 || !strings.Contains(r.stdout, "HELD") {
 		t.Errorf("status on dev nodes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	l()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	start := time.Now()
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-d.exited:
 		if err != nil {
-			t.Errorf("dev after SIGINT: %v, stderr %q", err, stderr.String())
+			t.Errorf("dev after SIGINT: %v, stderr %q", err, d.stderr.String())
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("dev took %v to exit after SIGINT, want under 1s", took)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("dev did not stop on SIGINT")

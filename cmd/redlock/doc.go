@@ -34,18 +34,21 @@
 //
 // status reads the lock on every node without taking it (Factory.Inspect):
 // per node the key's presence, token and TTL, and whether a quorum holds
-// one token.
+// one token. It exits 0 when the lock is held and 3 when it is free, as
+// systemctl is-active does, so that scripts need not parse its output.
 //
 // dev starts N in-process miniredis nodes on loopback ports and prints the
 // REDLOCK_NODES line for them; demo shows workers contending for a lock,
 // autoextension and a node failure, then checks that no two holdings
 // overlapped; bench runs a short benchmark (internal/benchkit) and labels
-// numbers from embedded nodes as not representative.
+// numbers from embedded nodes as not representative, its own or any that
+// report no Redis version, such as those of dev.
 //
 // # Configuration
 //
 // Lock nodes come from --nodes redis://a:6379,redis://b:6379,redis://c:6379
-// or the REDLOCK_NODES variable (a bare host:port gets redis://). demo and
+// or the REDLOCK_NODES variable (a bare host:port gets redis://), checked by
+// redlock.NewFactoryFromURLs as a program's would be. demo and
 // bench start embedded nodes when neither is set. --ttl, --timeout (per
 // node), --retry-delay, --quorum and --drift-factor map to the options of
 // package redlock. sdl uses --nodes (one or more instances), else the
@@ -53,9 +56,10 @@
 //
 // # Exit codes
 //
-//	0        success; for run, CMD exited 0
+//	0        success; for run, CMD exited 0; for status, the lock is held
 //	1..255   run: CMD's own exit code, passed through (128+n: killed by signal n)
 //	1        other commands: a failure such as sdl get of a missing key
+//	3        status: the lock is free
 //	64       bad command line or configuration: unknown command or flag,
 //	         missing '--', bad URL or duration, fewer than 3 nodes
 //	69       nodes unreachable: fewer than a quorum answered, or Redis failed
@@ -64,5 +68,5 @@
 //	76       run: the lock was lost while CMD ran, and CMD was stopped
 //	126, 127 run: CMD cannot be executed, or was not found
 //
-// Every error is one line on stderr starting with "redlock: ".
+// Every error is one short line on stderr starting with "redlock: ".
 package main

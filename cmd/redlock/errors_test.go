@@ -21,8 +21,8 @@ func TestErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown command", nil, []string{"stauts"}, exitUsage, `unknown command "stauts" for "redlock" (did you mean "status"?)`},
-		{"unknown sdl command", nil, []string{"sdl", "fetch"}, exitUsage, `unknown command "fetch" for "redlock sdl"`},
+		{"unknown command", nil, []string{"stauts"}, exitUsage, `unknown command "stauts" (did you mean "status"?)`},
+		{"unknown sdl command", nil, []string{"sdl", "fetch"}, exitUsage, `unknown sdl command "fetch"`},
 		{"unknown flag", nil, []string{"run", "--bogus", "x", "--", "true"}, exitUsage, "unknown flag: --bogus"},
 		{"missing --", []string{good}, []string{"run", "x", "true"}, exitUsage, "missing '--'"},
 		{"missing command after --", nil, []string{"run", good, "x", "--"}, exitUsage, "missing the command after '--'"},
@@ -36,12 +36,14 @@ func TestErrors(t *testing.T) {
 		{"bad URL scheme", nil, []string{"run", "--nodes", "http://a,redis://b,redis://c", "x", "--", "true"}, exitUsage, `node URL "http://a": scheme must be redis or rediss`},
 		{"bad URL", nil, []string{"status", "--nodes", "redis://a:notaport,redis://b,redis://c", "x"}, exitUsage, "node URL"},
 		{"empty node entry", nil, []string{"status", "--nodes", "redis://a,,redis://c", "x"}, exitUsage, "empty entry"},
+		{"repeated node URL", nil, []string{"run", "--nodes", "redis://a:1,redis://b:2,redis://a:1", "x", "--", "true"}, exitUsage, "node 2 repeats the URL of node 0"},
+		{"repeated node URL for status", []string{EnvNodes + "=a:1,b:2,a:1"}, []string{"status", "x"}, exitUsage, "node 2 repeats the URL of node 0"},
 		{"fewer than 3 nodes", nil, []string{"run", "--nodes", "redis://a:1,redis://b:2", "x", "--", "true"}, exitUsage, "at least 3 nodes are needed, got 2"},
 		{"fewer than 3 nodes from env", []string{EnvNodes + "=redis://a:1"}, []string{"status", "x"}, exitUsage, "at least 3 nodes are needed, got 1"},
 		{"no nodes", nil, []string{"run", "x", "--", "true"}, exitUsage, "no nodes configured"},
 		{"unreachable nodes", nil, []string{"run", down, "x", "--", "true"}, exitUnavailable, "0 of 3 nodes answered, 2 needed"},
 		{"unreachable nodes for status", nil, []string{"status", down, "x"}, exitUnavailable, "only 0 of 3 nodes answered"},
-		{"status without name", []string{EnvNodes + "=" + strings.Join(c.URLs(), ",")}, []string{"status"}, exitUsage, "one lock NAME"},
+		{"status without name", []string{EnvNodes + "=" + strings.Join(c.URLs(), ",")}, []string{"status"}, exitUsage, "status takes one lock NAME, got 0"},
 		{"sdl without instances", nil, []string{"sdl", "get", "ns", "k"}, exitUsage, "no SDL instances configured"},
 		{"sdl unreachable", nil, []string{"sdl", "get", "--nodes", "redis://127.0.0.1:1", "ns", "k"}, exitUnavailable, "sdlstore"},
 		{"sdl bad namespace", nil, []string{"sdl", "get", good, "a{b", "k"}, exitUsage, "namespace"},
@@ -62,6 +64,9 @@ func TestErrors(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("stderr %q does not contain %q", r.stderr, tc.want)
+			}
+			if strings.Contains(r.stderr, "redlock: redlock") || strings.Contains(r.stderr, `for "redlock`) {
+				t.Errorf("stderr %q repeats the program's name", r.stderr)
 			}
 		})
 	}

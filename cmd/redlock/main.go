@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 const (
 	exitOK          = 0
 	exitFailure     = 1   // any other failure (e.g. sdl get of a missing key)
+	exitNotHeld     = 3   // status: the lock is free (as systemctl is-active for an inactive unit)
 	exitUsage       = 64  // bad command line or configuration (sysexits EX_USAGE)
 	exitUnavailable = 69  // nodes unreachable or failing (EX_UNAVAILABLE)
 	exitNotAcquired = 75  // run: lock not acquired in time (EX_TEMPFAIL)
@@ -117,4 +119,19 @@ func errorLine(err error, hint string) string {
 		msg += " (" + hint + ")"
 	}
 	return msg
+}
+
+// cause is the part of a node's error that is news in a line that already
+// names the node: "connect: connection refused" rather than "node 2
+// (127.0.0.1:7382): dial tcp 127.0.0.1:7382: connect: connection refused".
+func cause(err error) string {
+	var ne *redlock.NodeError
+	if errors.As(err, &ne) && ne.Err != nil {
+		err = ne.Err
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		err = oe.Err
+	}
+	return strings.TrimPrefix(errorLine(err, ""), "redlock: ")
 }

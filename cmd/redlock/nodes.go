@@ -122,14 +122,20 @@ type cluster struct {
 	factory *redlock.Factory
 }
 
-// openCluster makes one pool per URL and a factory with opts. It contacts
-// no node.
+// openCluster makes a factory over urls with opts, and one pool per URL
+// for the reachability checks. It contacts no node. The node list is
+// checked by the library itself (redlock.NewFactoryFromURLs): URL syntax,
+// repeated URLs, at least 3 nodes, and the options.
 func openCluster(urls []string, opts ...redlock.Option) (*cluster, error) {
-	c := &cluster{urls: urls}
-	if len(urls) < 3 {
-		return nil, exitCode(exitUsage, &redlock.InsufficientNodesError{NodeCount: len(urls)})
+	// One-shot commands gain nothing from pipelining, and with it a
+	// release decided at quorum may leave its last node's DEL queued when
+	// the factory closes: on the pool path Close waits for every node.
+	opts = append([]redlock.Option{redlock.WithPipelining(false)}, opts...)
+	f, err := redlock.NewFactoryFromURLs(urls, opts...)
+	if err != nil {
+		return nil, classify(err)
 	}
-	pools := make([]redlock.Pool, 0, len(urls))
+	c := &cluster{urls: urls, factory: f}
 	for _, u := range urls {
 		p, err := redlock.NewPool(u)
 		if err != nil {
@@ -138,18 +144,7 @@ func openCluster(urls []string, opts ...redlock.Option) (*cluster, error) {
 		}
 		c.pools = append(c.pools, p)
 		c.addrs = append(c.addrs, hostOf(u))
-		pools = append(pools, p)
 	}
-	// One-shot commands gain nothing from pipelining, and with it a
-	// release decided at quorum may leave its last node's DEL queued when
-	// the factory closes: on the pool path Close waits for every node.
-	opts = append([]redlock.Option{redlock.WithPipelining(false)}, opts...)
-	f, err := redlock.NewFactory(pools, opts...)
-	if err != nil {
-		c.close()
-		return nil, classify(err)
-	}
-	c.factory = f
 	return c, nil
 }
 
@@ -191,9 +186,7 @@ func (c *cluster) ping(ctx context.Context) []error {
 				_, err = redis.DoContext(conn, ctx, "PING")
 				conn.Close()
 			}
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", c.addrs[i], err)
-			}
+			errs[i] = err
 		}()
 	}
 	wg.Wait()
@@ -201,19 +194,43 @@ func (c *cluster) ping(ctx context.Context) []error {
 }
 
 // requireQuorum pings the nodes and fails with exit 69 when fewer than
-// quorum answer. It returns the failures of the nodes that did not answer
-// when a quorum did, for a warning.
-func (c *cluster) requireQuorum(ctx context.Context, quorum int) ([]error, error) {
-	var failed []error
-	for _, err := range c.ping(ctx) {
+// quorum answer. It returns the nodes that did not answer when a quorum
+// did, for a warning: "host:port (cause)".
+func (c *cluster) requireQuorum(ctx context.Context, quorum int) ([]string, error) {
+	var failed []string
+	for i, err := range c.ping(ctx) {
 		if err != nil {
-			failed = append(failed, err)
+			failed = append(failed, fmt.Sprintf("%s (%s)", c.addrs[i], cause(err)))
 		}
 	}
 	up := len(c.pools) - len(failed)
 	if up < quorum {
-		return nil, exitCode(exitUnavailable, fmt.Errorf("%d of %d nodes answered, %d needed: %w",
-			up, len(c.pools), quorum, errors.Join(failed...)))
+		return nil, exitCode(exitUnavailable, fmt.Errorf("%d of %d nodes answered, %d needed: %s",
+			up, len(c.pools), quorum, strings.Join(failed, ", ")))
 	}
 	return failed, nil
+}
+
+// notRedis returns the addresses of the nodes that answer INFO without a
+// redis_version field: embedded servers such as miniredis (the nodes of
+// 'redlock dev'), whose speed says nothing about Redis. A node that does
+// not answer is not listed.
+func (c *cluster) notRedis(ctx context.Context) []string {
+	var out []string
+	for i, p := range c.pools {
+		ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		conn, err := p.GetContext(ctx)
+		if err != nil {
+			cancel()
+			continue
+		}
+		info, err := redis.String(redis.DoContext(conn, ctx, "INFO", "server"))
+		conn.Close()
+		cancel()
+		var rerr redis.Error
+		if (err == nil || errors.As(err, &rerr)) && !strings.Contains(info, "redis_version:") {
+			out = append(out, c.addrs[i])
+		}
+	}
+	return out
 }

@@ -73,7 +73,11 @@ func makeGroup(c *cobra.Command) {
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 			hint = fmt.Sprintf("did you mean %q?", s[0])
 		}
-		return &exitError{code: exitUsage, err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()), hint: hint}
+		what := "command"
+		if cmd.HasParent() {
+			what = commandName(cmd) + " command"
+		}
+		return &exitError{code: exitUsage, err: fmt.Errorf("unknown %s %q", what, args[0]), hint: hint}
 	}
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		return cmd.Help()
@@ -93,8 +97,14 @@ func argsError(cmd *cobra.Command, format string, args ...any) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return argsError(cmd, "%s takes %s, got %d argument(s)", cmd.CommandPath(), what, len(args))
+			return argsError(cmd, "%s takes %s, got %d", commandName(cmd), what, len(args))
 		}
 		return nil
 	}
+}
+
+// commandName is the command's path without the program's name, which
+// every error line already starts with: "sdl get", not "redlock sdl get".
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }

@@ -156,8 +156,8 @@ func (r *runCmd) run(name string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range down {
-		fmt.Fprintf(r.stderr, "redlock: warning: node unreachable, going on without it: %v\n", e)
+	for _, node := range down {
+		fmt.Fprintf(r.stderr, "redlock: warning: going on without node %s\n", node)
 	}
 
 	lock, err := r.acquire(ctx, c, name, sigs)
@@ -242,7 +242,48 @@ func (r *runCmd) notAcquired(ctx context.Context, c *cluster, name string, err e
 		return exitCode(exitNotAcquired, fmt.Errorf("lock %q not acquired %s: held by another client (%v left unless extended)",
 			name, within, in.HolderTTL.Round(time.Millisecond)))
 	}
-	return exitCode(exitNotAcquired, fmt.Errorf("lock %q not acquired %s: %w", name, within, err))
+	// err says "not acquired" again and, for a --wait that ran out,
+	// "context deadline exceeded": only failed nodes are news.
+	return exitCode(exitNotAcquired, fmt.Errorf("lock %q not acquired %s%s", name, within, nodeFailures(err)))
+}
+
+// nodeFailures summarises the node errors inside err for the end of a
+// message: "; node 2 (host:port): connection refused" and how many more
+// nodes failed; "" if err holds none. A node whose command was cut short
+// by the end of the wait did not fail: it is left out.
+func nodeFailures(err error) string {
+	var found []*redlock.NodeError
+	var walk func(error)
+	walk = func(e error) {
+		switch u := e.(type) {
+		case *redlock.NodeError:
+			if !errors.Is(u.Err, context.DeadlineExceeded) && !errors.Is(u.Err, context.Canceled) {
+				found = append(found, u)
+			}
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			if c := u.Unwrap(); c != nil {
+				walk(c)
+			}
+		}
+	}
+	walk(err)
+	if len(found) == 0 {
+		return ""
+	}
+	ne := found[0]
+	where := fmt.Sprintf("node %d", ne.Node)
+	if ne.Addr != "" {
+		where += " (" + ne.Addr + ")"
+	}
+	msg := fmt.Sprintf("; %s: %s", where, cause(ne))
+	if len(found) > 1 {
+		msg += fmt.Sprintf(" (and %d more nodes failed)", len(found)-1)
+	}
+	return msg
 }
 
 // supervise waits for the child, forwarding signals and stopping it when

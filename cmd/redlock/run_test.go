@@ -188,11 +188,42 @@ func TestRunNotAcquired(t *testing.T) {
 		if r.code != exitNotAcquired {
 			t.Errorf("%v: exit %d, want %d", args, r.code, exitNotAcquired)
 		}
-		if !strings.Contains(r.stderr, `lock "busy" not acquired`) || strings.Count(r.stderr, "\n") != 1 {
-			t.Errorf("%v: stderr %q, want one line saying the lock was not acquired", args, r.stderr)
+		if !strings.Contains(r.stderr, `lock "busy" not acquired`) || !strings.Contains(r.stderr, "held by another client") ||
+			strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: stderr %q, want one line saying another client holds the lock", args, r.stderr)
 		}
 		if fileExists(marker) {
 			t.Fatalf("%v: the command ran without the lock", args)
+		}
+	}
+}
+
+// TestRunNotAcquiredNodeDown checks the message when no client holds the
+// lock but a quorum could not be had: another client's key on one node,
+// one node down. It says once that the lock was not acquired, names the
+// failed node, and repeats neither "not acquired" nor the context's
+// deadline.
+func TestRunNotAcquiredNodeDown(t *testing.T) {
+	c := redistest.Start(t, 3)
+	c.Nodes[0].Do("SET", "split", "another-client", "PX", 30000)
+	c.Nodes[2].Kill()
+	for _, args := range [][]string{
+		{"run", "--no-wait", "split", "--", "true"},
+		{"run", "--wait", "300ms", "split", "--", "true"},
+	} {
+		r := cli(t, nodesEnv(c.URLs()), args...)
+		if r.code != exitNotAcquired {
+			t.Errorf("%v: exit %d, want %d; stderr %q", args, r.code, exitNotAcquired, r.stderr)
+		}
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		last := lines[len(lines)-1]
+		wantNode := fmt.Sprintf("node 2 (%s): ", c.Nodes[2].Addr())
+		if !strings.HasPrefix(last, `redlock: lock "split" not acquired `) || !strings.Contains(last, wantNode) ||
+			strings.Count(last, "not acquired") != 1 || strings.Contains(last, "deadline") {
+			t.Errorf("%v: last line %q, want one short sentence naming %q", args, last, wantNode)
+		}
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "redlock: warning: going on without node "+c.Nodes[2].Addr()) {
+			t.Errorf("%v: stderr %q, want a warning about node 2 and the error", args, r.stderr)
 		}
 	}
 }
@@ -367,11 +398,11 @@ func TestRunForwardsSignals(t *testing.T) {
 func TestStatusJSON(t *testing.T) {
 	c := redistest.Start(t, 3)
 	env := nodesEnv(c.URLs())
-	status := func() statusJSON {
+	status := func(code int) statusJSON {
 		t.Helper()
 		r := cli(t, env, "status", "--json", "st")
-		if r.code != 0 {
-			t.Fatalf("status: exit %d, stderr %q", r.code, r.stderr)
+		if r.code != code || r.stderr != "" {
+			t.Fatalf("status: exit %d, stderr %q; want exit %d and nothing on stderr", r.code, r.stderr, code)
 		}
 		var st statusJSON
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
@@ -379,11 +410,14 @@ func TestStatusJSON(t *testing.T) {
 		}
 		return st
 	}
-	if st := status(); st.Held || st.Holder != "" || len(st.Nodes) != 3 || st.Quorum != 2 || st.Answered != 3 {
+	if st := status(exitNotHeld); st.Held || st.Holder != "" || len(st.Nodes) != 3 || st.Quorum != 2 || st.Answered != 3 {
 		t.Errorf("free lock: %+v", st)
 	}
+	if human := cli(t, env, "status", "st"); human.code != exitNotHeld || !strings.Contains(human.stdout, "FREE") || human.stderr != "" {
+		t.Errorf("human status of a free lock: exit %d, want %d\n%s%s", human.code, exitNotHeld, human.stdout, human.stderr)
+	}
 	l := holdLock(t, c, "st")
-	st := status()
+	st := status(exitOK)
 	if !st.Held || st.Holder != l.Token() || st.HolderTTLMs <= 0 || st.HolderTTLMs > 30000 {
 		t.Errorf("held lock: %+v, want holder %s", st, l.Token())
 	}
@@ -397,7 +431,7 @@ func TestStatusJSON(t *testing.T) {
 		t.Errorf("human status: exit %d\n%s", human.code, human.stdout)
 	}
 	c.Nodes[2].Kill()
-	st = status()
+	st = status(exitOK)
 	if !st.Held || st.Answered != 2 || st.Nodes[2].Error == "" || st.Nodes[2].HasKey {
 		t.Errorf("held lock with node 2 down: %+v", st)
 	}
@@ -408,5 +442,8 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Answered != 1 {
 		t.Errorf("status --json with 1 of 3 nodes: %v, %+v", err, st)
+	}
+	if human := cli(t, env, "status", "st"); human.code != exitUnavailable || !strings.Contains(human.stdout, "UNKNOWN") {
+		t.Errorf("human status with 1 of 3 nodes: exit %d, want %d and UNKNOWN\n%s", human.code, exitUnavailable, human.stdout)
 	}
 }

@@ -41,9 +41,15 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show who holds a lock, node by node",
 		Long: `Read the lock NAME on every node without taking it: whether the node holds
 the key, its token and remaining TTL, and whether a quorum of nodes holds
-the same token (the lock is held). Exits 69 when fewer than a quorum of
-nodes answered, after printing what is known.`,
+the same token (the lock is held).
+
+Exit codes, so that scripts need not parse the output:
+  0   the lock is held
+  3   the lock is free
+  64  bad command line or configuration
+  69  fewer than a quorum of nodes answered (what is known is printed)`,
 		Example: `  redlock status nightly-report
+  if redlock status nightly-report >/dev/null; then echo held; fi
   redlock status --json nightly-report | jq .held`,
 		Args:              exactArgs(1, "one lock NAME"),
 		ValidArgsFunction: cobra.NoFileCompletions,
@@ -80,6 +86,9 @@ nodes answered, after printing what is known.`,
 				return exitCode(exitUnavailable, fmt.Errorf("only %d of %d nodes answered, %d needed to tell whether %q is held",
 					st.Answered, len(st.Nodes), st.Quorum, st.Name))
 			}
+			if !st.Held {
+				return silentExit{code: exitNotHeld}
+			}
 			return nil
 		},
 	}
@@ -102,7 +111,7 @@ func toStatusJSON(in redlock.Inspection, addrs []string) statusJSON {
 		ns := nodeStatusJSON{Node: n.Node, Addr: addr, HasKey: n.Token != "", Token: n.Token, TTLMs: n.TTL.Milliseconds()}
 		ns.Holder = in.Held() && n.Token == in.Holder
 		if n.Err != nil {
-			ns.Error = errorLine(n.Err, "")[len("redlock: "):]
+			ns.Error = cause(n.Err)
 		} else {
 			st.Answered++
 		}
@@ -113,10 +122,13 @@ func toStatusJSON(in redlock.Inspection, addrs []string) statusJSON {
 
 func printStatus(w io.Writer, st statusJSON, s style) {
 	ms := func(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
-	if st.Held {
+	switch {
+	case st.Answered < st.Quorum:
+		fmt.Fprintf(w, "lock %q is %s (%d of %d nodes answered, %d needed)\n", st.Name, s.yellow("UNKNOWN"), st.Answered, len(st.Nodes), st.Quorum)
+	case st.Held:
 		fmt.Fprintf(w, "lock %q is %s by token %s for %s (quorum %d of %d)\n",
 			st.Name, s.green("HELD"), shortToken(st.Holder), ms(st.HolderTTLMs), st.Quorum, len(st.Nodes))
-	} else {
+	default:
 		fmt.Fprintf(w, "lock %q is %s (no token on a quorum of %d of %d nodes)\n", st.Name, s.bold("FREE"), st.Quorum, len(st.Nodes))
 	}
 	rows := [][]cell{{plain("NODE"), plain("ADDRESS"), plain("KEY"), plain("TOKEN"), plain("TTL")}}

@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/benchkit"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }
 
 // pools starts n real nodes and returns their pools.
 func pools(t *testing.T, n int) []redlock.Pool {

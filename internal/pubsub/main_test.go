@@ -3,9 +3,9 @@ package pubsub_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 )
 
 // TestMain fails the package when a test leaves a goroutine running: every
 // Subscriber must be gone once Close returned.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }
 
 // start starts a redis-server for the test and kills it at cleanup.
 func start(t *testing.T, cfg Config) *Process {

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"go.uber.org/goleak"
+	"github.com/redlockplus/redlock/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }
 
 // assertAnswers fails unless node n's address is answered by the process
 // n started last, known by its run id.

@@ -1,0 +1,108 @@
+package leakcheck
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// DefaultWait is how long VerifyTestMain lets goroutines take to end once
+// the tests have finished.
+const DefaultWait = 2 * time.Second
+
+// maxPause caps the pause between two looks at the running goroutines.
+const maxPause = 100 * time.Millisecond
+
+// Find waits up to wait for every goroutine to end except the caller's and
+// those that the runtime, os/signal and the testing package keep, and
+// returns an error listing the stacks of those still running then; nil if
+// none is.
+func Find(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		leaked := running()
+		if len(leaked) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("leakcheck: %d goroutines still running after %v:\n\n%s",
+				len(leaked), wait, strings.Join(leaked, "\n\n"))
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, maxPause)
+	}
+}
+
+// VerifyTestMain runs the tests and, if they passed, fails the binary when
+// Find(DefaultWait) reports a goroutine. Then it calls cleanup, if not nil,
+// and exits with the tests' code.
+func VerifyTestMain(m *testing.M, cleanup func()) {
+	code := m.Run()
+	if code == 0 {
+		if err := Find(DefaultWait); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if cleanup != nil {
+		cleanup()
+	}
+	os.Exit(code)
+}
+
+// running returns the stacks of the goroutines that Find reports, leaving
+// out the caller's, which runtime.Stack prints first.
+func running() []string {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	stacks := strings.Split(strings.TrimSpace(string(buf)), "\n\n")
+	var out []string
+	for _, s := range stacks[1:] {
+		if !expected(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// expected tells whether a goroutine's stack is one that outlives every
+// test by design.
+func expected(stack string) bool {
+	header, frames, _ := strings.Cut(stack, "\n")
+	top := topFunction(frames)
+	switch top {
+	case "testing.RunTests", "testing.(*T).Run", "testing.(*T).Parallel",
+		"testing.runFuzzing", "testing.runFuzzTests":
+		// The testing package's own goroutines wait on a channel.
+		return strings.Contains(header, "[chan receive")
+	case "os/signal.signal_recv", "os/signal.loop":
+		// Started by importing os/signal.
+		return true
+	case "runtime.goexit":
+		// A cgo callback thread's goroutine.
+		return strings.Contains(header, "[syscall")
+	}
+	// signal.Notify starts a runtime goroutine.
+	return strings.Contains(frames, "runtime.ensureSigM(")
+}
+
+// topFunction returns the name of the innermost function of a stack's
+// frames: the first line without its argument list.
+func topFunction(frames string) string {
+	line, _, _ := strings.Cut(frames, "\n")
+	if i := strings.LastIndexByte(line, '('); i > 0 {
+		return line[:i]
+	}
+	return line
+}
