@@ -42,9 +42,12 @@
 //
 // # Locks
 //
-// LockResource returns ricsdl's lock: on fewer than 3 instances a
-// single-node lock on the namespace's instance, compatible with ricsdl's;
-// on 3 or more a redlock quorum lock over all instances.
+// LockResource returns ricsdl's lock, on any number of instances: SET NX PX
+// of "{ns},resource" on the namespace's home instance, as ricsdl and sdlgo
+// take it, so the three exclude each other. Lock's doc says why it takes
+// no other instance, under which failures two Locks still exclude each
+// other, and what happens when the home instance is down. A Lock runs no
+// goroutine.
 //
 // # Errors
 //
