@@ -21,56 +21,6 @@ func (e *env) peerLock(r redis.Conn, key, token string, ms int) bool {
 	return v != nil
 }
 
-// A peer's lock on the home instance stops ours, and ours stops a peer's,
-// on one instance and on three.
-func TestLockExcludesPeers(t *testing.T) {
-	forInstances(t, func(t *testing.T, e *env) {
-		c, s := ctx(t), e.s
-		home := e.raw(e.node("ns"))
-		l, err := s.LockResource("ns", "res", 10*time.Second)
-		must(t, err)
-
-		// A peer holds it: ours is refused and touches no instance.
-		if !e.peerLock(home, "{ns},res", "peer", 10000) {
-			t.Fatal("peer could not take a free lock")
-		}
-		if ok, err := l.Acquire(c, 0, 0); ok || err != nil {
-			t.Fatalf("Acquire while a peer holds the lock = %v, %v", ok, err)
-		}
-		for i, n := range e.c.Nodes {
-			v, _ := redis.String(n.Do("GET", "{ns},res"), nil)
-			if want := map[bool]string{true: "peer"}[i == s.InstanceIndex("ns")]; v != want {
-				t.Fatalf("instance %d holds %q, want %q", i, v, want)
-			}
-		}
-		// Ours gets it once the peer deletes its key.
-		peer := e.raw(e.node("ns"))
-		go func() {
-			time.Sleep(100 * time.Millisecond)
-			peer.Do("DEL", "{ns},res")
-		}()
-		start := time.Now()
-		if ok, err := l.Acquire(c, 10*time.Millisecond, 5*time.Second); !ok || err != nil {
-			t.Fatalf("Acquire after the peer released = %v, %v", ok, err)
-		}
-		if waited := time.Since(start); waited < 80*time.Millisecond {
-			t.Fatalf("Acquire succeeded after %v, while the peer still held the lock", waited)
-		}
-
-		// Ours holds it: the peer's SET NX fails, and succeeds after Release.
-		if e.peerLock(home, "{ns},res", "peer2", 10000) {
-			t.Fatal("peer took the lock while sdlstore held it")
-		}
-		must(t, l.Release(c))
-		if !e.peerLock(home, "{ns},res", "peer2", 10000) {
-			t.Fatal("peer could not take the lock after Release")
-		}
-		if ok, err := l.Acquire(c, 0, 0); ok || err != nil {
-			t.Fatalf("Acquire while the second peer holds the lock = %v, %v", ok, err)
-		}
-	})
-}
-
 // With the home instance down the namespace's lock is unavailable (an
 // ErrNotConnected, not a refusal); other instances down do not matter.
 func TestLockHomeDown(t *testing.T) {
