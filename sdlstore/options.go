@@ -37,6 +37,8 @@ type config struct {
 	reconnectDelay time.Duration
 	lookupEnv      func(string) (string, bool)
 	dialOpts       []redis.DialOption
+	nodeCount      int
+	nodeCountSet   bool // by WithNodeCount, over DBAAS_NODE_COUNT
 }
 
 func defaultConfig() config {
@@ -44,6 +46,7 @@ func defaultConfig() config {
 		healthInterval: DefaultHealthCheckInterval,
 		reconnectDelay: DefaultReconnectDelay,
 		lookupEnv:      os.LookupEnv,
+		nodeCount:      1,
 	}
 }
 
@@ -89,6 +92,12 @@ func WithDialOptions(opts ...redis.DialOption) Option {
 	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
 }
 
+// WithNodeCount sets how many Redis nodes each instance has (a master and
+// its replicas), which Health expects to find: 1 for standalone servers, 3
+// for the RIC's high-availability setup. Default 1; NewFromEnv takes it from
+// DBAAS_NODE_COUNT, and this option overrides that. It must be positive.
+func WithNodeCount(n int) Option { return func(c *config) { c.nodeCount, c.nodeCountSet = n, true } }
+
 // apply returns the defaults with opts applied, validated.
 func applyOptions(opts []Option) (config, error) {
 	c := defaultConfig()
@@ -102,6 +111,9 @@ func applyOptions(opts []Option) (config, error) {
 	}
 	if c.reconnectDelay <= 0 {
 		return c, invalidArg("reconnect delay %v is not positive", c.reconnectDelay)
+	}
+	if c.nodeCount < 1 {
+		return c, invalidArg("node count %d is not positive", c.nodeCount)
 	}
 	if c.lookupEnv == nil {
 		return c, invalidArg("lookup function is nil")
