@@ -98,6 +98,9 @@ func NewFromEnv(opts ...Option) (*Store, error) {
 		}
 		return nil, err
 	}
+	for i, ic := range insts {
+		s.insts[i].name = ic.Addr
+	}
 	return s, nil
 }
 

@@ -47,13 +47,13 @@ func intField(m map[string]string, k string) int64 {
 	return n
 }
 
-// instanceAddr names an instance: its pool's address when the pool knows
-// it (redlock.Addresser), else "".
+// addr names an instance: its pool's address when the pool knows it
+// (redlock.Addresser), else the address NewFromEnv dialled, else "".
 func (in *instance) addr() string {
 	if a, ok := in.pool.(redlock.Addresser); ok {
 		return a.Addr()
 	}
-	return ""
+	return in.name
 }
 
 // info runs INFO [section] on an instance within probeTimeout.

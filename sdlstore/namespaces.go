@@ -15,6 +15,8 @@ type NamespaceInfo struct {
 	// the namespace's home instance unless the keys were written with
 	// another instance count.
 	Instance int `json:"instance"`
+	// Addr is the instance's host:port, "" when its pool does not know it.
+	Addr string `json:"addr,omitempty"`
 	// Keys counts its keys (data keys, groups and held locks) there.
 	Keys int64 `json:"keys"`
 }
@@ -43,7 +45,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]NamespaceInfo, error) {
 			return nil, err
 		}
 		for ns, n := range counts {
-			out = append(out, NamespaceInfo{Name: ns, Instance: in.index, Keys: n})
+			out = append(out, NamespaceInfo{Name: ns, Instance: in.index, Addr: in.addr(), Keys: n})
 		}
 	}
 	slices.SortFunc(out, func(a, b NamespaceInfo) int {

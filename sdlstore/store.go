@@ -39,6 +39,7 @@ type Store struct {
 type instance struct {
 	index int
 	pool  redlock.Pool
+	name  string      // host:port when NewFromEnv made the pool, else ""
 	sub   *subscriber // created by the first SubscribeChannel; guarded by Store.subMu
 }
 
