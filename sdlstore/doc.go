@@ -56,8 +56,23 @@
 // failure or an ended context is an ErrNotConnected; anything else an
 // ErrBackend.
 //
+// # Operations
+//
+// Namespaces lists the namespaces found on the instances, with their key
+// counts; Health reports each instance's role, replicas and DBaaS module
+// commands and each sentinel's view of its master, against the node count
+// (WithNodeCount, DBAAS_NODE_COUNT); Statistics reads keys, memory,
+// clients, load and uptime from INFO. The redlock command's "sdl
+// namespaces", "sdl healthcheck" and "sdl statistics" print them.
+//
 // # Configuration
 //
 // New takes pools; NewFromEnv reads the DBAAS_* variables of the RIC
 // platform, standalone or with Redis Sentinel.
+//
+// # Testing
+//
+// The sdltest module (github.com/redlockplus/redlock/sdlstore/sdltest)
+// returns a Store on Redis servers embedded in the test process, for unit
+// tests of code that uses the SDL.
 package sdlstore
