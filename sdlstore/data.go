@@ -161,11 +161,26 @@ func (s *Store) FindAndGet(ctx context.Context, ns, pattern string) (map[string]
 }
 
 // scan walks the keys of namespace ns matching pattern and calls fn with
-// each SCAN page, the namespace stripped. The namespace is escaped, so it
-// matches only itself.
+// each page of keys, without the namespace prefix.
 func (s *Store) scan(ctx context.Context, in *instance, op, ns, pattern string, fn func(keys []string) error) error {
-	match := globEscape(nsPrefix(ns)) + pattern
 	prefix := nsPrefix(ns)
+	return s.scanMatch(ctx, in, op, globEscape(prefix)+pattern, func(raw []string) error {
+		keys := raw[:0]
+		for _, k := range raw {
+			if len(k) > len(prefix) && k[:len(prefix)] == prefix { // defensive: the match is anchored
+				keys = append(keys, k[len(prefix):])
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		return fn(keys)
+	})
+}
+
+// scanMatch walks the keys of an instance matching a glob pattern with
+// SCAN and calls fn with each non-empty page of Redis keys.
+func (s *Store) scanMatch(ctx context.Context, in *instance, op, match string, fn func(raw []string) error) error {
 	c, err := in.pool.GetContext(ctx)
 	if err != nil {
 		return s.fault(in, op, err)
@@ -188,14 +203,8 @@ func (s *Store) scan(ctx context.Context, in *instance, op, ns, pattern string, 
 		if err != nil {
 			return backendErr(op, err)
 		}
-		keys := raw[:0]
-		for _, k := range raw {
-			if len(k) > len(prefix) && k[:len(prefix)] == prefix { // defensive: the match is anchored
-				keys = append(keys, k[len(prefix):])
-			}
-		}
-		if len(keys) > 0 {
-			if err := fn(keys); err != nil {
+		if len(raw) > 0 {
+			if err := fn(raw); err != nil {
 				return err
 			}
 		}

@@ -46,9 +46,12 @@
 //
 // # Locks
 //
-// LockResource returns ricsdl's lock: on fewer than 3 instances a
-// single-node lock on the namespace's instance, compatible with ricsdl's;
-// on 3 or more a redlock quorum lock over all instances.
+// LockResource returns ricsdl's lock, on any number of instances: SET NX PX
+// of "{ns},resource" on the namespace's home instance, as ricsdl and sdlgo
+// take it, so the three exclude each other. Lock's doc says why it takes
+// no other instance, under which failures two Locks still exclude each
+// other, and what happens when the home instance is down. A Lock runs no
+// goroutine.
 //
 // # Errors
 //
@@ -57,8 +60,23 @@
 // failure or an ended context is an ErrNotConnected; anything else an
 // ErrBackend.
 //
+// # Operations
+//
+// Namespaces lists the namespaces found on the instances, with their key
+// counts; Health reports each instance's role, replicas and DBaaS module
+// commands and each sentinel's view of its master, against the node count
+// (WithNodeCount, DBAAS_NODE_COUNT); Statistics reads keys, memory,
+// clients, load and uptime from INFO. The redlock command's "sdl
+// namespaces", "sdl healthcheck" and "sdl statistics" print them.
+//
 // # Configuration
 //
 // New takes pools; NewFromEnv reads the DBAAS_* variables of the RIC
 // platform, standalone or with Redis Sentinel.
+//
+// # Testing
+//
+// The sdltest module (github.com/redlockplus/redlock/sdlstore/sdltest)
+// returns a Store on Redis servers embedded in the test process, for unit
+// tests of code that uses the SDL.
 package sdlstore

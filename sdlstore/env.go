@@ -26,6 +26,10 @@ const (
 	EnvMasterName = "DBAAS_MASTER_NAME"
 	// EnvClusterAddrList is a comma list of instance hosts, in hashing order.
 	EnvClusterAddrList = "DBAAS_CLUSTER_ADDR_LIST"
+	// EnvNodeCount is the number of Redis nodes of each instance: 1 for a
+	// standalone server, 3 for a master with two replicas (and a sentinel
+	// on each node). Health checks expect that many.
+	EnvNodeCount = "DBAAS_NODE_COUNT"
 )
 
 // instanceConfig is one instance as the environment describes it.
@@ -49,7 +53,11 @@ type instanceConfig struct {
 //     with SENTINEL get-master-addr-by-name; the master is confirmed with
 //     ROLE on every new connection and looked up again whenever a connection
 //     breaks or Redis answers READONLY, so the Store follows failovers.
-//   - DBAAS_NODE_COUNT (nodes per group, for health checks) is not used.
+//   - The sentinel port list must give every instance a port or none: an
+//     empty entry beside non-empty ones would mix sentinel and standalone
+//     instances, which is refused.
+//   - DBAAS_NODE_COUNT, a positive integer (default 1), is the number of
+//     nodes of each instance; Health expects that many (NodeCount).
 //
 // The Store owns the pools it makes and closes them in Close. Connections
 // get a 5 s connect timeout and the WithDialOptions options. Nothing is
@@ -62,6 +70,11 @@ func NewFromEnv(opts ...Option) (*Store, error) {
 	insts, err := configFromEnv(cfg.lookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	if !cfg.nodeCountSet {
+		if cfg.nodeCount, err = nodeCountFromEnv(cfg.lookupEnv); err != nil {
+			return nil, err
+		}
 	}
 	dialOpts := append([]redis.DialOption{redis.DialConnectTimeout(5 * time.Second)}, cfg.dialOpts...)
 	pools := make([]redlock.Pool, len(insts))
@@ -85,6 +98,9 @@ func NewFromEnv(opts ...Option) (*Store, error) {
 		}
 		return nil, err
 	}
+	for i, ic := range insts {
+		s.insts[i].name = ic.Addr
+	}
 	return s, nil
 }
 
@@ -107,7 +123,7 @@ func configFromEnv(lookup func(string) (string, bool)) ([]instanceConfig, error)
 	if err != nil {
 		return nil, err
 	}
-	sentinelPorts, err := padList(EnvSentinelPort, get(EnvSentinelPort), n, "")
+	sentinelPorts, err := sentinelPortList(get(EnvSentinelPort), n)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +150,41 @@ func configFromEnv(lookup func(string) (string, bool)) ([]instanceConfig, error)
 		out[i].MasterName = masters[i]
 	}
 	return out, nil
+}
+
+// sentinelPortList reads DBAAS_SERVICE_SENTINEL_PORT for n instances:
+// padded like the other lists, and refused when it gives some instances a
+// port and others none.
+func sentinelPortList(v string, n int) ([]string, error) {
+	if v == "" {
+		return make([]string, n), nil // no sentinel anywhere
+	}
+	if strings.Trim(v, " ,") == "" {
+		return nil, invalidArg("%s=%q has only empty entries", EnvSentinelPort, v)
+	}
+	parts := strings.Split(v, ",")
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strings.TrimSpace(parts[min(i, len(parts)-1)])
+		if out[i] == "" {
+			return nil, invalidArg("%s=%q gives instance %d no sentinel port while others have one: instances must be all sentinel-managed or all standalone",
+				EnvSentinelPort, v, i)
+		}
+	}
+	return out, nil
+}
+
+// nodeCountFromEnv reads DBAAS_NODE_COUNT: a positive integer, 1 if unset.
+func nodeCountFromEnv(lookup func(string) (string, bool)) (int, error) {
+	v, _ := lookup(EnvNodeCount)
+	if v = strings.TrimSpace(v); v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, invalidArg("%s=%q is not a positive number of nodes", EnvNodeCount, v)
+	}
+	return n, nil
 }
 
 // splitList splits a comma list, rejecting empty entries.

@@ -38,6 +38,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"port out of range", map[string]string{"DBAAS_SERVICE_HOST": "a", "DBAAS_SERVICE_PORT": "70000"}, nil, true},
 		{"empty port entry", map[string]string{"DBAAS_SERVICE_HOST": "a", "DBAAS_SERVICE_PORT": "1,"}, nil, true},
 		{"sentinel without master", map[string]string{"DBAAS_SERVICE_HOST": "s", "DBAAS_SERVICE_SENTINEL_PORT": "26379"}, nil, true},
+		{"sentinel and standalone mixed", map[string]string{"DBAAS_CLUSTER_ADDR_LIST": "a,b", "DBAAS_SERVICE_SENTINEL_PORT": "26379,", "DBAAS_MASTER_NAME": "m"}, nil, true},
+		{"standalone and sentinel mixed", map[string]string{"DBAAS_CLUSTER_ADDR_LIST": "a,b,c", "DBAAS_SERVICE_SENTINEL_PORT": " ,26379", "DBAAS_MASTER_NAME": "m"}, nil, true},
+		{"sentinel list of blanks", map[string]string{"DBAAS_SERVICE_HOST": "a", "DBAAS_SERVICE_SENTINEL_PORT": " , ", "DBAAS_MASTER_NAME": "m"}, nil, true},
 		{"bad sentinel port", map[string]string{"DBAAS_SERVICE_HOST": "s", "DBAAS_SERVICE_SENTINEL_PORT": "x", "DBAAS_MASTER_NAME": "m"}, nil, true},
 	}
 	for _, tc := range tests {
@@ -53,5 +56,19 @@ func TestConfigFromEnv(t *testing.T) {
 				t.Fatalf("configFromEnv = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestNodeCountFromEnv(t *testing.T) {
+	for v, want := range map[string]int{"": 1, " ": 1, "1": 1, "3": 3, " 5 ": 5} {
+		got, err := nodeCountFromEnv(func(string) (string, bool) { return v, v != "" })
+		if err != nil || got != want {
+			t.Errorf("DBAAS_NODE_COUNT=%q: %d, %v; want %d", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-1", "three", "3,3"} {
+		if _, err := nodeCountFromEnv(func(string) (string, bool) { return v, true }); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("DBAAS_NODE_COUNT=%q: %v, want ErrInvalidArgument", v, err)
+		}
 	}
 }

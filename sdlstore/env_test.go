@@ -65,3 +65,32 @@ func TestNewFromEnvInvalid(t *testing.T) {
 	_, err = sdlstore.NewFromEnv(sdlstore.WithLookupEnv(nil))
 	wantErr(t, err, sdlstore.ErrInvalidArgument)
 }
+
+// DBAAS_NODE_COUNT sets NodeCount; WithNodeCount overrides it; bad values
+// are refused.
+func TestNodeCount(t *testing.T) {
+	env := map[string]string{"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_NODE_COUNT": "3"}
+	s, err := sdlstore.NewFromEnv(lookup(env))
+	must(t, err)
+	defer s.Close()
+	if s.NodeCount() != 3 {
+		t.Fatalf("NodeCount = %d, want 3 from DBAAS_NODE_COUNT", s.NodeCount())
+	}
+	s2, err := sdlstore.NewFromEnv(lookup(env), sdlstore.WithNodeCount(2))
+	must(t, err)
+	defer s2.Close()
+	if s2.NodeCount() != 2 {
+		t.Fatalf("NodeCount = %d, want 2 from WithNodeCount", s2.NodeCount())
+	}
+	env["DBAAS_NODE_COUNT"] = "0"
+	_, err = sdlstore.NewFromEnv(lookup(env))
+	wantErr(t, err, sdlstore.ErrInvalidArgument)
+	_, err = sdlstore.NewFromEnv(lookup(env), sdlstore.WithNodeCount(0))
+	wantErr(t, err, sdlstore.ErrInvalidArgument)
+	mixed := map[string]string{"DBAAS_CLUSTER_ADDR_LIST": "a,b", "DBAAS_SERVICE_SENTINEL_PORT": "26379,", "DBAAS_MASTER_NAME": "m"}
+	_, err = sdlstore.NewFromEnv(lookup(mixed))
+	wantErr(t, err, sdlstore.ErrInvalidArgument)
+	if !strings.Contains(err.Error(), "all sentinel-managed or all standalone") {
+		t.Fatalf("mixed instances refused with %q", err)
+	}
+}

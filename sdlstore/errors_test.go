@@ -193,10 +193,6 @@ func TestBadInput(t *testing.T) {
 			_, err := single.LockResource("ns", "r", time.Microsecond)
 			return err
 		}(),
-		"LockResource quorum expiration below drift": func() error {
-			_, err := s.LockResource("ns", "r", 2*time.Millisecond)
-			return err
-		}(),
 		"Acquire negative timeout": func() error {
 			_, err := l1.Acquire(c, time.Millisecond, -1)
 			return err

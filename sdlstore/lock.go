@@ -6,40 +6,92 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/redlockplus/redlock"
 )
 
 // Lock is ricsdl's SyncLock: a named lock, "{ns},resource", with an
 // expiration. Get one from Store.LockResource.
 //
-// With fewer than 3 instances it is ricsdl's single-node lock on the
-// namespace's instance: SET NX PX with a random token, and Release, Refresh
-// and ValidityTime act only while the key still holds that token, so it
-// excludes ricsdl and sdlgo lockers of the same resource. With 3 or more
-// instances it is a redlock quorum lock over all of them under the same key
-// (a majority must grant it); ricsdl clients, which lock one instance only,
-// are then not excluded by it.
+// # Where it lives
+//
+// On any number of instances the lock is the key "{ns},resource" on the
+// namespace's home instance (crc32(ns) % instances) and nowhere else:
+// SET NX PX with a random token, and Release, Refresh and ValidityTime act
+// only while the key still holds that token. This is byte for byte the
+// lock ricsdl and sdlgo take, so a ricsdl or sdlgo locker of the same
+// resource and this Lock exclude each other in both directions: whoever
+// holds the home key first stops the other's SET NX.
+//
+// The lock takes nothing beyond the home instance. The other placements
+// that keep the home key are worse for an SDL lock:
+//
+//   - Home plus a majority of all instances costs availability (a majority
+//     must answer) and buys no safety: two such sets may meet only at home,
+//     so when home loses its keys two holders are possible, exactly as with
+//     home alone.
+//   - Home plus a majority of the other instances does survive home losing
+//     its keys (two majorities of the others meet in one instance), but on
+//     3 instances it needs all 3: one instance down would stop the locks of
+//     every namespace, also of namespaces whose data is fully available. And
+//     the gain is for sdlstore lockers only: the ricsdl and sdlgo lockers
+//     this package must exclude hold home alone, so in a mixed deployment a
+//     home that loses its keys admits two holders whatever this lock takes
+//     elsewhere. The data the lock guards lives on home alone too; when home
+//     loses its keys it loses that data as well.
+//
+// # Why two Locks exclude each other
+//
+// To hold the lock a Lock must have created the home key with its own
+// token (SET NX: Redis creates a key only if it is absent, one command at a
+// time). While that key exists no other SET NX on it succeeds, whoever
+// sends it. The key disappears only by its expiry or by a delete of the
+// holder itself: Release deletes, and Refresh extends, only when the key
+// holds the caller's token (one Lua script, atomic), so no Lock ever
+// removes or prolongs another holder's key. Hence at most one token holds
+// the key at any moment, and a Lock that holds it holds it until it
+// releases it or the expiration runs out. This holds through any failure of
+// the other instances, of clients (a crashed holder's key expires), and of
+// the network (a holder cut off loses the lock when the expiration runs
+// out; it must not act after ValidityTime says so). It fails when the home
+// instance loses the key before it expires: a restart without persistence
+// (or with the last writes not yet on disk), a failover to a replica that
+// had not received the SET yet, FLUSHALL, or eviction under maxmemory. Like
+// every Redis lock it gives no fencing token: a holder paused past its
+// expiration may still act after another has taken over.
+//
+// # When the home instance is slow or down
+//
+// Then the namespace's data is unavailable anyway, and so is its lock:
+// Acquire, Release, Refresh and ValidityTime return an ErrNotConnected
+// (Acquire does not report false, so an outage is not mistaken for another
+// holder), and locks of namespaces on other instances are unaffected. One
+// attempt of Acquire is bounded by the lock's expiration, since a SET that
+// answers later is useless. When an attempt's reply is lost, Acquire tries
+// to delete the key in case the SET did land; if that delete runs first,
+// the key stays until it expires, blocking the resource for at most one
+// expiration.
 //
 // A lock is not extended automatically: it is lost when its expiration runs
-// out, unless Refresh is called in time. Its methods are safe for concurrent
-// use, but one Lock is one holder.
+// out, unless Refresh is called in time. It runs no goroutine: every call
+// is done when it returns. Its methods are safe for concurrent use, but one
+// Lock is one holder.
 type Lock struct {
 	s          *Store
+	in         *instance // the namespace's home instance
 	key        string
 	expiration time.Duration
 
 	mu    sync.Mutex
-	in    *instance      // single-node mode
-	token string         // single-node: the held token, "" when not held
-	nodes []redlock.Pool // quorum mode
-	rl    *redlock.Lock  // quorum: the held lock, nil when not held
+	token string // the held token, "" when not held
 }
+
+// lockCleanupTimeout bounds the delete that follows an attempt whose reply
+// was lost.
+const lockCleanupTimeout = time.Second
 
 // LockResource returns the lock of resource in namespace ns, with the given
 // expiration (at least 1 ms; whole milliseconds). It does not acquire it.
@@ -56,39 +108,18 @@ func (s *Store) LockResource(ns, resource string, expiration time.Duration) (*Lo
 	if expiration < time.Millisecond {
 		return nil, invalidArg("lock expiration %v is below 1ms", expiration)
 	}
-	l := &Lock{s: s, key: nsKey(ns, resource), expiration: expiration.Truncate(time.Millisecond)}
-	if len(s.insts) < 3 {
-		l.in = s.inst(ns)
-		return l, nil
-	}
-	for _, in := range s.insts {
-		l.nodes = append(l.nodes, in.pool)
-	}
-	if _, err := l.newQuorumLock(); err != nil { // validates the expiration against redlock's rules
-		return nil, err
-	}
-	return l, nil
+	return &Lock{s: s, in: s.inst(ns), key: nsKey(ns, resource), expiration: expiration.Truncate(time.Millisecond)}, nil
 }
 
 // Key returns the Redis key of the lock, "{ns},resource".
 func (l *Lock) Key() string { return l.key }
 
-// newQuorumLock makes a one-attempt, non-extending redlock lock.
-func (l *Lock) newQuorumLock() (*redlock.Lock, error) {
-	rl, err := redlock.NewLock(l.key, l.nodes,
-		redlock.WithTTL(l.expiration), redlock.WithAutoextend(false), redlock.WithRetryTimes(0))
-	if err != nil {
-		return nil, lockErr("lock", err)
-	}
-	return rl, nil
-}
-
 // Acquire tries to take the lock, again every retryInterval until
 // retryTimeout has passed (0: one attempt), as ricsdl's acquire. It reports
 // whether the lock was taken; false with a nil error means another holder
 // kept it. Acquiring a lock this Lock already holds is an
-// ErrRejectedByBackend. If ctx ends while waiting, the error matches
-// ErrNotConnected and ctx.Err().
+// ErrRejectedByBackend. When the home instance cannot be reached, or ctx
+// ends, the error matches ErrNotConnected (and ctx.Err()).
 func (l *Lock) Acquire(ctx context.Context, retryInterval, retryTimeout time.Duration) (bool, error) {
 	if err := l.s.usable(); err != nil {
 		return false, err
@@ -101,7 +132,7 @@ func (l *Lock) Acquire(ctx context.Context, retryInterval, retryTimeout time.Dur
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.token != "" || l.rl != nil {
+	if l.token != "" {
 		return false, rejected("lock %q is already held by this Lock", l.key)
 	}
 	stopAt := time.Now().Add(retryTimeout)
@@ -123,35 +154,41 @@ func (l *Lock) Acquire(ctx context.Context, retryInterval, retryTimeout time.Dur
 	}
 }
 
-// try makes one attempt; l.mu is held.
+// try makes one attempt, bounded by the expiration; l.mu is held.
 func (l *Lock) try(ctx context.Context) (bool, error) {
-	if l.in != nil {
-		token, err := newToken()
-		if err != nil {
-			return false, backendErr("lock acquire", err)
-		}
-		v, err := l.s.do(ctx, l.in, "lock acquire", "SET", l.key, token, "NX", "PX", l.expiration.Milliseconds())
-		if err != nil || v == nil {
-			return false, err
-		}
-		l.token = token
-		return true, nil
-	}
-	rl, err := l.newQuorumLock()
+	token, err := newToken()
 	if err != nil {
+		return false, backendErr("lock acquire", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, l.expiration)
+	defer cancel()
+	v, err := l.s.do(actx, l.in, "lock acquire", "SET", l.key, token, "NX", "PX", l.expiration.Milliseconds())
+	if err != nil {
+		if lostReply(err) {
+			l.discard(ctx, token)
+		}
 		return false, err
 	}
-	if _, err := rl.TryAcquire(ctx); err != nil {
-		// Refused by holders: not acquired. Too many instances failing to
-		// answer for a quorum: not connected.
-		n := len(l.nodes)
-		if errors.Is(err, redlock.ErrNotAcquired) && ctx.Err() == nil && countNodeErrors(err) <= n-(n/2+1) {
-			return false, nil
-		}
-		return false, lockErr("lock acquire", err)
+	if v == nil {
+		return false, nil
 	}
-	l.rl = rl
+	l.token = token
 	return true, nil
+}
+
+// lostReply reports whether a command may have run although its reply did
+// not arrive: any failure but an error reply from Redis.
+func lostReply(err error) bool {
+	var re redis.Error
+	return !errors.As(err, &re)
+}
+
+// discard deletes the key if it holds token, ignoring ctx's end: the SET of
+// a lost reply may have landed.
+func (l *Lock) discard(ctx context.Context, token string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockCleanupTimeout)
+	defer cancel()
+	_, _ = l.s.eval(cctx, l.in, "lock cleanup", lockReleaseScript, l.key, token)
 }
 
 // Release frees the lock. It is an ErrLockNotHeld when the lock is not held
@@ -163,27 +200,19 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.in != nil {
-		if l.token == "" {
-			return notHeld(l.key)
-		}
-		token := l.token
-		l.token = ""
-		n, err := redis.Int64(l.s.eval(ctx, l.in, "lock release", lockReleaseScript, l.key, token))
-		if err != nil {
-			return replyErr("lock release", err)
-		}
-		if n != 1 {
-			return notHeld(l.key)
-		}
-		return nil
-	}
-	if l.rl == nil {
+	if l.token == "" {
 		return notHeld(l.key)
 	}
-	rl := l.rl
-	l.rl = nil
-	return lockErr("lock release", rl.Release(ctx))
+	token := l.token
+	l.token = ""
+	n, err := redis.Int64(l.s.eval(ctx, l.in, "lock release", lockReleaseScript, l.key, token))
+	if err != nil {
+		return replyErr("lock release", err)
+	}
+	if n != 1 {
+		return notHeld(l.key)
+	}
+	return nil
 }
 
 // Refresh resets the lock's remaining time to its full expiration. It is an
@@ -194,92 +223,47 @@ func (l *Lock) Refresh(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.in != nil {
-		if l.token == "" {
-			return notHeld(l.key)
-		}
-		n, err := redis.Int64(l.s.eval(ctx, l.in, "lock refresh", lockRefreshScript,
-			l.key, l.token, strconv.FormatInt(l.expiration.Milliseconds(), 10)))
-		if err != nil {
-			return replyErr("lock refresh", err)
-		}
-		if n != 1 {
-			l.token = ""
-			return notHeld(l.key)
-		}
-		return nil
-	}
-	if l.rl == nil {
+	if l.token == "" {
 		return notHeld(l.key)
 	}
-	_, err := l.rl.Extend(ctx)
-	if errors.Is(err, redlock.ErrLockLost) {
-		l.rl = nil
+	n, err := redis.Int64(l.s.eval(ctx, l.in, "lock refresh", lockRefreshScript,
+		l.key, l.token, strconv.FormatInt(l.expiration.Milliseconds(), 10)))
+	if err != nil {
+		return replyErr("lock refresh", err)
 	}
-	return lockErr("lock refresh", err)
+	if n != 1 {
+		l.token = ""
+		return notHeld(l.key)
+	}
+	return nil
 }
 
 // ValidityTime returns how long the lock remains held unless refreshed: the
-// key's PTTL on its instance, or with 3+ instances the smallest remainder on
-// a quorum after the drift allowance. It is an ErrLockNotHeld when the lock
-// is not held by this Lock.
+// key's PTTL on the home instance. It is an ErrLockNotHeld when the lock is
+// not held by this Lock.
 func (l *Lock) ValidityTime(ctx context.Context) (time.Duration, error) {
 	if err := l.s.usable(); err != nil {
 		return 0, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.in != nil {
-		if l.token == "" {
-			return 0, notHeld(l.key)
-		}
-		ms, err := redis.Int64(l.s.eval(ctx, l.in, "lock validity", lockValidityScript, l.key, l.token))
-		if err != nil {
-			return 0, replyErr("lock validity", err)
-		}
-		if ms < 0 {
-			l.token = ""
-			return 0, notHeld(l.key)
-		}
-		return time.Duration(ms) * time.Millisecond, nil
-	}
-	if l.rl == nil {
+	if l.token == "" {
 		return 0, notHeld(l.key)
 	}
-	held, times, err := l.rl.CheckTimes(ctx)
-	if err != nil && !errors.Is(err, redlock.ErrLockLost) {
-		return 0, lockErr("lock validity", err)
+	ms, err := redis.Int64(l.s.eval(ctx, l.in, "lock validity", lockValidityScript, l.key, l.token))
+	if err != nil {
+		return 0, replyErr("lock validity", err)
 	}
-	if !held {
-		l.rl = nil
+	if ms < 0 {
+		l.token = ""
 		return 0, notHeld(l.key)
 	}
-	// A quorum (the default N/2+1 of the lock) holds it as long as the
-	// quorum-th longest remaining time: the nodes beyond the quorum may lag
-	// (an extension returns once a quorum took it).
-	sorted := slices.Clone(times)
-	slices.Sort(sorted)
-	return sorted[len(sorted)-(len(sorted)/2+1)], nil
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // notHeld is the ErrLockNotHeld of a lock key.
 func notHeld(key string) error {
 	return fmt.Errorf("%w: %q is not held by this Lock", ErrLockNotHeld, key)
-}
-
-// lockErr maps an error of the redlock package.
-func lockErr(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrInvalidOperation):
-		return fmt.Errorf("%w: %s: %w", ErrLockNotHeld, op, err)
-	case errors.Is(err, redlock.ErrInvalidArgument):
-		return fmt.Errorf("%w: %s: %w", ErrInvalidArgument, op, err)
-	case errors.Is(err, redlock.ErrNoQuorum), errors.Is(err, redlock.ErrNotAcquired):
-		return fmt.Errorf("%w: %s: %w", ErrNotConnected, op, err)
-	}
-	return backendErr(op, err)
 }
 
 // newToken returns a random lock token.
@@ -289,24 +273,4 @@ func newToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
-}
-
-// countNodeErrors counts the *redlock.NodeError values in err's tree.
-func countNodeErrors(err error) int {
-	if _, ok := err.(*redlock.NodeError); ok {
-		return 1
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		n := 0
-		for _, e := range u.Unwrap() {
-			n += countNodeErrors(e)
-		}
-		return n
-	case interface{ Unwrap() error }:
-		if e := u.Unwrap(); e != nil {
-			return countNodeErrors(e)
-		}
-	}
-	return 0
 }

@@ -41,6 +41,8 @@ type config struct {
 	reconnectDelay time.Duration
 	lookupEnv      func(string) (string, bool)
 	dialOpts       []redis.DialOption
+	nodeCount      int
+	nodeCountSet   bool // by WithNodeCount, over DBAAS_NODE_COUNT
 }
 
 func defaultConfig() config {
@@ -49,6 +51,7 @@ func defaultConfig() config {
 		reconnectDelay: DefaultReconnectDelay,
 		eventQueue:     DefaultEventQueue,
 		lookupEnv:      os.LookupEnv,
+		nodeCount:      1,
 	}
 }
 
@@ -105,6 +108,12 @@ func WithDialOptions(opts ...redis.DialOption) Option {
 	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
 }
 
+// WithNodeCount sets how many Redis nodes each instance has (a master and
+// its replicas), which Health expects to find: 1 for standalone servers, 3
+// for the RIC's high-availability setup. Default 1; NewFromEnv takes it from
+// DBAAS_NODE_COUNT, and this option overrides that. It must be positive.
+func WithNodeCount(n int) Option { return func(c *config) { c.nodeCount, c.nodeCountSet = n, true } }
+
 // apply returns the defaults with opts applied, validated.
 func applyOptions(opts []Option) (config, error) {
 	c := defaultConfig()
@@ -121,6 +130,9 @@ func applyOptions(opts []Option) (config, error) {
 	}
 	if c.eventQueue <= 0 {
 		return c, invalidArg("event queue size %d is not positive", c.eventQueue)
+	}
+	if c.nodeCount < 1 {
+		return c, invalidArg("node count %d is not positive", c.nodeCount)
 	}
 	if c.lookupEnv == nil {
 		return c, invalidArg("lookup function is nil")

@@ -39,6 +39,7 @@ type Store struct {
 type instance struct {
 	index int
 	pool  redlock.Pool
+	name  string      // host:port when NewFromEnv made the pool, else ""
 	sub   *subscriber // created by the first SubscribeChannel; guarded by Store.subMu
 }
 
@@ -107,6 +108,10 @@ func (s *Store) InstanceIndex(ns string) int {
 func instanceIndex(ns string, n int) int {
 	return int(crc32.ChecksumIEEE([]byte(ns)) % uint32(n))
 }
+
+// NodeCount returns how many Redis nodes each instance is expected to have
+// (WithNodeCount, DBAAS_NODE_COUNT; default 1).
+func (s *Store) NodeCount() int { return s.cfg.nodeCount }
 
 // Instances returns how many Redis instances the Store spreads namespaces over.
 func (s *Store) Instances() int { return len(s.insts) }

@@ -28,6 +28,7 @@ const sdlOpTimeout = 10 * time.Second
 type sdlConn struct {
 	store *sdlstore.Store
 	pools []*redis.Pool
+	urls  []string // of the pools, in order
 }
 
 func (c *sdlConn) close() {
@@ -61,16 +62,17 @@ DBAAS_MASTER_NAME), else from REDLOCK_NODES.`,
 	}
 	makeGroup(cmd)
 	cmd.PersistentFlags().StringVar(&s.nodes, "nodes", "", "comma-separated instance URLs (default DBAAS_* variables, then $"+EnvNodes+")")
-	cmd.AddCommand(s.getCmd(), s.setCmd(), s.rmCmd(), s.keysCmd(), s.watchCmd(), s.namespacesCmd())
+	cmd.AddCommand(s.getCmd(), s.setCmd(), s.rmCmd(), s.keysCmd(), s.watchCmd(), s.namespacesCmd(),
+		s.healthcheckCmd(), s.statisticsCmd())
 	return cmd
 }
 
-// open connects to the configured instances.
-func (s *sdlCmd) open(cmd *cobra.Command) (*sdlConn, error) {
+// open connects to the configured instances, with opts for the store.
+func (s *sdlCmd) open(cmd *cobra.Command, opts ...sdlstore.Option) (*sdlConn, error) {
 	raw, src := s.nodes, "--nodes"
 	if !cmd.Flags().Changed("nodes") {
 		if os.Getenv(sdlstore.EnvServiceHost) != "" || os.Getenv(sdlstore.EnvClusterAddrList) != "" {
-			st, err := sdlstore.NewFromEnv()
+			st, err := sdlstore.NewFromEnv(opts...)
 			if err != nil {
 				return nil, classify(err)
 			}
@@ -86,7 +88,7 @@ func (s *sdlCmd) open(cmd *cobra.Command) (*sdlConn, error) {
 	if err != nil {
 		return nil, usageErr("%s: %v", src, err)
 	}
-	c := &sdlConn{}
+	c := &sdlConn{urls: urls}
 	pools := make([]redlock.Pool, len(urls))
 	for i, u := range urls {
 		p, err := redlock.NewPool(u)
@@ -99,7 +101,7 @@ func (s *sdlCmd) open(cmd *cobra.Command) (*sdlConn, error) {
 		c.pools = append(c.pools, p)
 		pools[i] = p
 	}
-	if c.store, err = sdlstore.New(pools); err != nil {
+	if c.store, err = sdlstore.New(pools, opts...); err != nil {
 		for _, q := range c.pools {
 			_ = q.Close()
 		}
@@ -375,62 +377,6 @@ events. "watching ..." is printed on stderr once the subscription stands.`,
 	}
 	cmd.Flags().IntVar(&count, "count", 0, "exit after this many events (0: run until interrupted)")
 	return cmd
-}
-
-// namespaceLister is what a Store offers if it can list namespaces itself.
-type namespaceLister interface {
-	Namespaces(ctx context.Context) ([]string, error)
-}
-
-func (s *sdlCmd) namespacesCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "namespaces",
-		Short: "List the namespaces that have keys",
-		Long: `Walk every instance with SCAN and list the namespaces that hold at least
-one key ("{ns},..."), sorted.`,
-		Args: exactArgs(0, "no arguments"),
-		RunE: s.withStore(func(cmd *cobra.Command, ctx context.Context, c *sdlConn, args []string) error {
-			var err error
-			var names []string
-			switch l, ok := any(c.store).(namespaceLister); {
-			case ok:
-				names, err = l.Namespaces(ctx)
-			case c.pools != nil:
-				names, err = scanNamespaces(ctx, c.pools)
-			default:
-				return usageErr("sdl namespaces needs --nodes or %s when the instances come from DBAAS_* variables", EnvNodes)
-			}
-			if err != nil {
-				return classify(err)
-			}
-			for _, n := range names {
-				fmt.Fprintln(cmd.OutOrStdout(), n)
-			}
-			return nil
-		}),
-	}
-}
-
-// scanNamespaces collects the namespaces of the SDL keys on every pool.
-func scanNamespaces(ctx context.Context, pools []*redis.Pool) ([]string, error) {
-	seen := map[string]struct{}{}
-	for _, p := range pools {
-		if err := scanPool(ctx, p, "{*},*", func(keys []string) {
-			for _, key := range keys {
-				if ns, _, ok := strings.Cut(strings.TrimPrefix(key, "{"), "},"); ok && strings.HasPrefix(key, "{") {
-					seen[ns] = struct{}{}
-				}
-			}
-		}); err != nil {
-			return nil, err
-		}
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // scanPool walks the keys of p matching pattern with SCAN, calling fn with

@@ -106,3 +106,46 @@ func topFunction(frames string) string {
 	}
 	return line
 }
+
+// Snapshot is the set of goroutines running at one moment, by id.
+type Snapshot map[string]bool
+
+// Current returns the goroutines running now, except the caller's, so that
+// a test can later look for the ones it started (FindNew).
+func Current() Snapshot {
+	s := Snapshot{}
+	for _, stack := range running() {
+		s[goroutineID(stack)] = true
+	}
+	return s
+}
+
+// FindNew is Find for the goroutines that were not running at before.
+func FindNew(before Snapshot, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		var leaked []string
+		for _, stack := range running() {
+			if !before[goroutineID(stack)] {
+				leaked = append(leaked, stack)
+			}
+		}
+		if len(leaked) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("leakcheck: %d new goroutines still running after %v:\n\n%s",
+				len(leaked), wait, strings.Join(leaked, "\n\n"))
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, maxPause)
+	}
+}
+
+// goroutineID reads the id from a stack's header, "goroutine 7 [running]:".
+func goroutineID(stack string) string {
+	header, _, _ := strings.Cut(stack, "\n")
+	id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
+	return id
+}

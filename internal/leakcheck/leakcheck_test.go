@@ -52,3 +52,20 @@ func TestTopFunction(t *testing.T) {
 		}
 	}
 }
+
+func TestFindNewIgnoresEarlierGoroutines(t *testing.T) {
+	old := make(chan struct{})
+	go parked(old)
+	defer close(old)
+	before := Current()
+	if err := FindNew(before, 10*time.Millisecond); err != nil {
+		t.Fatalf("FindNew reports a goroutine that ran before: %v", err)
+	}
+	young := make(chan struct{})
+	go parked(young)
+	err := FindNew(before, 10*time.Millisecond)
+	close(young)
+	if err == nil || !strings.Contains(err.Error(), "leakcheck.parked") {
+		t.Fatalf("FindNew = %v, want the new goroutine reported", err)
+	}
+}

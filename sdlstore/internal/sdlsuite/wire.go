@@ -1,4 +1,4 @@
-package sdlstore_test
+package sdlsuite
 
 import (
 	"bytes"
@@ -11,13 +11,21 @@ import (
 	"github.com/redlockplus/redlock/sdlstore"
 )
 
+func init() {
+	cases = append(cases, []testCase{
+		{name: "WireFormatData", instances: []int{3}, run: testWireFormatData},
+		{name: "WireFormatSubscribe", instances: []int{3}, run: testWireFormatSubscribe},
+		{name: "WireFormatLock", instances: []int{1}, run: testWireFormatLock},
+		{name: "WireFormatPublish", instances: both, run: testWireFormatPublish},
+	}...)
+}
+
 // The raw Redis keys, values and messages are those ricsdl and sdlgo use,
 // checked with plain redigo in both directions.
-func TestWireFormatData(t *testing.T) {
-	e := newEnv(t, 3)
+func testWireFormatData(t *testing.T, e *env) {
 	c, s := ctx(t), e.s
 	ns := "wire"
-	r := e.raw(e.node(ns))
+	r := e.raw(e.home(ns))
 
 	must(t, s.Set(c, ns, map[string][]byte{"k": {'v', 0, 0xff}}))
 	v, err := redis.Bytes(r.Do("GET", "{wire},k"))
@@ -51,13 +59,9 @@ func TestWireFormatData(t *testing.T) {
 	}
 }
 
-func TestWireFormatPublish(t *testing.T) {
-	forInstances(t, testWireFormatPublish)
-}
-
 func testWireFormatPublish(t *testing.T, e *env) {
 	c, s := ctx(t), e.s
-	recv := e.rawSubscriber(e.node("ns"), "{ns},ch1", "{ns},ch2")
+	recv := e.rawSubscriber(e.home("ns"), "{ns},ch1", "{ns},ch2")
 	expect := func(channel, data string) {
 		t.Helper()
 		m, ok := recv(5 * time.Second)
@@ -82,7 +86,7 @@ func testWireFormatPublish(t *testing.T, e *env) {
 	}
 	must(t, s.RemoveAndPublish(c, "ns", ev, "missing1", "missing2"))
 	// RemoveAllAndPublish on a namespace without keys publishes nothing.
-	recvEmpty := e.rawSubscriber(e.node("nokeys"), "{nokeys},ch1")
+	recvEmpty := e.rawSubscriber(e.home("nokeys"), "{nokeys},ch1")
 	must(t, s.RemoveAllAndPublish(c, "nokeys", sdlstore.ChannelEvents{"ch1": {"never"}}))
 	must(t, s.SetAndPublish(c, "nokeys", sdlstore.ChannelEvents{"ch1": {"marker"}}, map[string][]byte{"m": {}}))
 	if m, ok := recvEmpty(5 * time.Second); !ok || string(m.Data) != "marker" {
@@ -118,14 +122,13 @@ func testWireFormatPublish(t *testing.T, e *env) {
 
 // A message published by another client in the ricsdl format reaches the
 // store's callback with the namespace stripped and the events split.
-func TestWireFormatSubscribe(t *testing.T) {
-	e := newEnv(t, 3)
+func testWireFormatSubscribe(t *testing.T, e *env) {
 	c, s := ctx(t), e.s
 	got := make(chan []string, 4)
 	must(t, s.SubscribeChannel(c, "sub", func(ch string, evs []string) {
 		got <- append([]string{ch}, evs...)
 	}, "chan,with,commas"))
-	r := e.raw(e.node("sub"))
+	r := e.raw(e.home("sub"))
 	if n, _ := redis.Int(r.Do("PUBLISH", "{sub},chan,with,commas", "a___b___c")); n != 1 {
 		t.Fatalf("PUBLISH reached %d subscribers, want 1", n)
 	}
@@ -139,8 +142,7 @@ func TestWireFormatSubscribe(t *testing.T) {
 	}
 }
 
-func TestWireFormatLock(t *testing.T) {
-	e := newEnv(t, 1)
+func testWireFormatLock(t *testing.T, e *env) {
 	c, s := ctx(t), e.s
 	l, err := s.LockResource("ns", "res", 10*time.Second)
 	must(t, err)
@@ -150,7 +152,7 @@ func TestWireFormatLock(t *testing.T) {
 	if ok, err := l.Acquire(c, 0, 0); !ok || err != nil {
 		t.Fatalf("Acquire = %v, %v", ok, err)
 	}
-	r := e.raw(e.c.Nodes[0])
+	r := e.raw(0)
 	token, _ := redis.String(r.Do("GET", "{ns},res"))
 	pttl, _ := redis.Int64(r.Do("PTTL", "{ns},res"))
 	if len(token) < 16 || pttl <= 9000 || pttl > 10000 {

@@ -1,0 +1,17 @@
+package sdlstore_test
+
+import (
+	"testing"
+
+	"github.com/redlockplus/redlock/sdlstore"
+	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
+)
+
+// TestSuite runs the data, notification and lock tests shared with the
+// sdltest module on redis-server instances.
+func TestSuite(t *testing.T) {
+	sdlsuite.Run(t, func(t *testing.T, n int, opts ...sdlstore.Option) (*sdlstore.Store, []string) {
+		e := newEnv(t, n, opts...)
+		return e.s, e.c.Addrs()
+	})
+}
