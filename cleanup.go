@@ -82,13 +82,6 @@ func (c *cleaner) waitIdle() {
 	}
 }
 
-// pending returns how many deletes wait in the queue.
-func (c *cleaner) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue)
-}
-
 // add queues a delete, to be sent once every channel of after is closed
 // (calls on the node that the delete must follow). A delete already queued
 // is merged; one that does not fit is dropped.

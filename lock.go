@@ -555,18 +555,3 @@ func (l *Lock) Locked(ctx context.Context) bool {
 	held, _, _ := l.CheckTimes(ctx)
 	return held
 }
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -127,7 +127,10 @@ func TestCallbacksAndOwnerLock(t *testing.T) {
 		}
 		heard <- ch
 	}
-	cfg.OnConfirm = func(string) { owner.Lock(); owner.Unlock() }
+	cfg.OnConfirm = func(string) {
+		owner.Lock()
+		defer owner.Unlock() // the callback may take the owner's lock
+	}
 	s, err := pubsub.New(cfg)
 	must(t, err)
 	defer s.Close()

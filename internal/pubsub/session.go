@@ -32,7 +32,7 @@ func (s *Subscriber) serve(conn redis.Conn, reconnect bool) (answered bool, err 
 	readc, writec := make(chan error, 1), make(chan error, 1)
 	go func() { readc <- ss.read(ctx) }()
 	go func() { writec <- ss.write(ctx) }()
-	err, running := ss.watch(readc, writec)
+	running, err := ss.watch(readc, writec)
 	cancel() // the reader's ReceiveContext closes the socket, which unblocks a write too
 	for ; running > 0; running-- {
 		select {
@@ -50,21 +50,21 @@ func (s *Subscriber) serve(conn redis.Conn, reconnect bool) (answered bool, err 
 
 // watch waits for the reader or the writer to fail, the health check to
 // fail, or Close; it returns why, and how many of the two still run.
-func (ss *session) watch(readc, writec <-chan error) (error, int) {
+func (ss *session) watch(readc, writec <-chan error) (int, error) {
 	interval := ss.s.cfg.HealthInterval
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case err := <-readc:
-			return err, 1
+			return 1, err
 		case err := <-writec:
-			return err, 1
+			return 1, err
 		case <-ss.s.ctx.Done():
-			return ErrClosed, 2
+			return 2, ErrClosed
 		case <-t.C:
 			if time.Since(time.Unix(0, ss.lastSeen.Load())) > 2*interval {
-				return ErrHealthCheck, 2
+				return 2, ErrHealthCheck
 			}
 			ss.s.mu.Lock()
 			ss.s.set.pingDue = true
