@@ -43,7 +43,7 @@ func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 		return nil, err
 	}
 	if check.wakeups {
-		f.wake = newWaker(f.nodes, check.nodeTimeout, f.o)
+		f.wake = newWaker(f.nodes, check.nodeTimeout, f.o, cfg.logger)
 	}
 	return f, nil
 }

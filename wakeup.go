@@ -2,17 +2,20 @@ package redlock
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pubsub"
 )
 
-// subscriberBackoff bounds the pause between two dials of a lost subscriber
-// connection.
+// The wake-up subscribers' health check and redial pauses.
 const (
+	subscriberHealth     = time.Second
 	minSubscriberBackoff = 10 * time.Millisecond
 	maxSubscriberBackoff = time.Second
 )
@@ -27,16 +30,16 @@ const (
 // while the others sleep on, so a handoff costs one attempt rather than a
 // stampede, and waiters are served roughly first come, first served.
 // Notifications are a hint: a waiter that hears nothing still retries after
-// its fallback pause.
+// its fallback pause. The subscriber of each node (internal/pubsub) checks
+// its connection's health, dials again when it fails and resubscribes; as
+// releases published meanwhile were lost, the first waiter of every name
+// then retries at once.
 type waker struct {
-	subs []*subscriber
-	o    *owner
-	quit chan struct{}
+	subs []*pubsub.Subscriber
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	names   map[string]*interest
+	mu     sync.Mutex
+	closed bool
+	names  map[string]*interest
 }
 
 // interest is the waiters of one lock name.
@@ -61,24 +64,32 @@ func (wt *waiter) poke() {
 	}
 }
 
-// subscriber is the pub/sub connection to one node, redialled when lost.
-type subscriber struct {
-	w    *waker
-	dial func(ctx context.Context) (redis.Conn, error)
-	wait time.Duration // dial timeout
-
-	mu   sync.Mutex // guards conn; taken after the waker's mu, never before
-	conn redis.Conn
-}
-
-// newWaker returns a waker over the nodes whose pools can dial a dedicated
-// connection (*redis.Pool), or nil when none can.
-func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner) *waker {
-	w := &waker{o: o, quit: make(chan struct{}), names: map[string]*interest{}}
+// newWaker returns a waker with one subscriber per node whose pool can
+// dial a dedicated connection (*redis.Pool), or nil when none can. Its
+// goroutines are the owner's; nothing is dialled before the first wait.
+func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.Logger) *waker {
+	w := &waker{names: map[string]*interest{}}
 	for _, n := range nodes {
-		if dial := dialerOf(n.pool); dial != nil {
-			w.subs = append(w.subs, &subscriber{w: w, dial: dial, wait: max(nodeTimeout, minStall)})
+		dial := dialerOf(n.pool)
+		if dial == nil {
+			continue
 		}
+		sub, err := pubsub.New(pubsub.Config{
+			Dial:           dial,
+			Spawn:          o.spawn,
+			OnMessage:      w.notify,
+			OnConfirm:      w.confirm,
+			OnConnect:      w.reconnected,
+			HealthInterval: subscriberHealth,
+			DialTimeout:    max(nodeTimeout, minStall),
+			MinBackoff:     minSubscriberBackoff,
+			MaxBackoff:     maxSubscriberBackoff,
+			Logger:         logger,
+		})
+		if err != nil { // the owner is closed: no wake-ups, Acquire polls
+			continue
+		}
+		w.subs = append(w.subs, sub)
 	}
 	if len(w.subs) == 0 {
 		return nil
@@ -102,9 +113,10 @@ func dialerOf(p Pool) func(ctx context.Context) (redis.Conn, error) {
 }
 
 // watch queues a waiter of name and returns it, the name's interest, and
-// the function that removes it. Subscription changes are written while w.mu
-// is held, so that they reach each node in the order of the map's changes: a
-// SUBSCRIBE can never be overtaken by the UNSUBSCRIBE of an earlier waiter.
+// the function that removes it. Subscription changes are made while w.mu
+// is held, in the order of the map's changes; the subscribers write them in
+// that order (they do no I/O here), so a SUBSCRIBE can never be overtaken
+// by the UNSUBSCRIBE of an earlier waiter.
 func (w *waker) watch(name string) (*waiter, *interest, func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -113,7 +125,7 @@ func (w *waker) watch(name string) (*waiter, *interest, func()) {
 		in = &interest{ready: make(chan struct{})}
 		w.names[name] = in
 		for _, s := range w.subs {
-			s.send("SUBSCRIBE", releaseChannelPrefix+name)
+			_ = s.Subscribe(releaseChannelPrefix + name) // fails only once closed
 		}
 	}
 	wt := &waiter{wake: make(chan struct{}, 1)}
@@ -121,12 +133,6 @@ func (w *waker) watch(name string) (*waiter, *interest, func()) {
 		wt.poke()
 	}
 	in.queue = append(in.queue, wt)
-	if !w.started && !w.closed {
-		w.started = true
-		for _, s := range w.subs {
-			w.o.spawn(s.loop)
-		}
-	}
 	return wt, in, func() { w.unwatch(name, in, wt) }
 }
 
@@ -157,15 +163,30 @@ func (w *waker) unwatch(name string, in *interest, wt *waiter) {
 	if len(in.queue) == 0 && w.names[name] == in {
 		delete(w.names, name)
 		for _, s := range w.subs {
-			s.send("UNSUBSCRIBE", releaseChannelPrefix+name)
+			_ = s.Unsubscribe(releaseChannelPrefix + name)
 		}
 	}
 }
 
 // notify wakes the waiters of a released name.
-func (w *waker) notify(channel, token string) {
+func (w *waker) notify(channel string, token []byte) {
 	if name, ok := strings.CutPrefix(channel, releaseChannelPrefix); ok {
-		w.released(name, token)
+		w.released(name, string(token))
+	}
+}
+
+// reconnected wakes the first waiter of every name after a subscriber came
+// back: a release published while it was away was not heard.
+func (w *waker) reconnected(again bool) {
+	if !again {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, in := range w.names {
+		if len(in.queue) > 0 {
+			in.queue[0].poke()
+		}
 	}
 }
 
@@ -206,104 +227,19 @@ func (w *waker) confirm(channel string) {
 	}
 }
 
-// close stops every subscriber and wakes every waiter, so that blocked
-// Acquire calls see the factory closed; the caller waits with bg.
+// close wakes every waiter, so that blocked Acquire calls see the factory
+// closed, and stops the subscribers, waiting for their goroutines. It is
+// called without w.mu: a subscriber's callbacks take it.
 func (w *waker) close() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.closed = true
 	for _, in := range w.names {
 		for _, wt := range in.queue {
 			wt.poke()
 		}
 	}
-	close(w.quit)
+	w.mu.Unlock()
 	for _, s := range w.subs {
-		s.mu.Lock()
-		if s.conn != nil {
-			s.conn.Close() // unblocks the reader
-		}
-		s.mu.Unlock()
-	}
-}
-
-// send writes one command on the current connection, if any; a command lost
-// with a connection is repeated by the resubscription after the redial.
-func (s *subscriber) send(cmd string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return
-	}
-	if s.conn.Send(cmd, args...) == nil {
-		s.conn.Flush()
-	}
-}
-
-// loop keeps one subscribed connection to the node until the waker closes.
-func (s *subscriber) loop() {
-	backoff := minSubscriberBackoff
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), s.wait)
-		c, err := s.dial(ctx)
-		cancel()
-		if err != nil {
-			select {
-			case <-s.w.quit:
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, maxSubscriberBackoff)
-			continue
-		}
-		backoff = minSubscriberBackoff
-		if !s.attach(c) {
-			c.Close()
-			return
-		}
-		s.read(c)
-		s.mu.Lock()
-		s.conn = nil
-		s.mu.Unlock()
-		c.Close()
-	}
-}
-
-// attach makes c the connection and subscribes it to every watched channel,
-// under the waker's lock like every other subscription change. It reports
-// false when the waker has closed.
-func (s *subscriber) attach(c redis.Conn) bool {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	if s.w.closed {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.conn = c
-	chans := make([]any, 0, len(s.w.names))
-	for name := range s.w.names {
-		chans = append(chans, releaseChannelPrefix+name)
-	}
-	if len(chans) > 0 && c.Send("SUBSCRIBE", chans...) == nil {
-		c.Flush()
-	}
-	return true
-}
-
-// read dispatches messages until the connection fails or is closed.
-func (s *subscriber) read(c redis.Conn) {
-	psc := redis.PubSubConn{Conn: c}
-	for {
-		switch v := psc.Receive().(type) {
-		case redis.Message:
-			s.w.notify(v.Channel, string(v.Data))
-		case redis.Subscription:
-			if v.Kind == "subscribe" {
-				s.w.confirm(v.Channel)
-			}
-		case error:
-			return
-		}
+		s.Close()
 	}
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/benchkit"
+	"github.com/redlockplus/redlock/internal/delayproxy"
 )
 
 // slowRTT is what the delay proxy of W4 adds to every round trip.
@@ -237,12 +238,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		e.addrs = append(e.addrs, n.addr)
 	}
 	if slices.ContainsFunc(cfg.workloads, func(w benchkit.Workload) bool { return w.SlowNode }) {
-		px, err := startDelayProxy(nodes[len(nodes)-1].addr, slowRTT)
+		px, err := delayproxy.Start(nodes[len(nodes)-1].addr, slowRTT)
 		if err != nil {
 			return err
 		}
-		defer px.close()
-		e.slow = px.addr()
+		defer px.Close()
+		e.slow = px.Addr()
 	}
 
 	steps := 0

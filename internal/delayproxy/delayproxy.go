@@ -1,4 +1,7 @@
-package main
+// Package delayproxy is a TCP proxy on a loopback port that adds a fixed
+// latency to every round trip to one server, for tests and benchmarks of
+// slow nodes: the server is real, only the network in front of it is slow.
+package delayproxy
 
 import (
 	"fmt"
@@ -7,7 +10,7 @@ import (
 	"time"
 )
 
-// delayProxy is a TCP proxy on a loopback port in front of one node that
+// Proxy is a TCP proxy on a loopback port in front of one node that
 // adds a fixed latency to every round trip: half on the way to the node,
 // half on the way back. Each direction of a connection has a reader that
 // stamps what arrives and a writer that forwards it once its delay has
@@ -16,7 +19,7 @@ import (
 // (toxiproxy v2.5.0, the obvious library, leaks a goroutine per delayed
 // chunk left when a connection closes; this repository's redlocktest moved
 // off it for that reason.)
-type delayProxy struct {
+type Proxy struct {
 	ln    net.Listener
 	up    string
 	half  time.Duration
@@ -26,25 +29,25 @@ type delayProxy struct {
 	conns map[net.Conn]struct{}
 }
 
-// startDelayProxy listens on a free loopback port and forwards to upstream
+// Start listens on a free loopback port and forwards to upstream
 // with rtt added per round trip.
-func startDelayProxy(upstream string, rtt time.Duration) (*delayProxy, error) {
+func Start(upstream string, rtt time.Duration) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("bench: delay proxy: %w", err)
+		return nil, fmt.Errorf("delayproxy: %w", err)
 	}
-	p := &delayProxy{ln: ln, up: upstream, half: rtt / 2, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, up: upstream, half: rtt / 2, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
 }
 
-// addr is where clients connect.
-func (p *delayProxy) addr() string { return p.ln.Addr().String() }
+// Addr is where clients connect.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// close stops accepting, closes every connection and waits for every
+// Close stops accepting, closes every connection and waits for every
 // goroutine of the proxy.
-func (p *delayProxy) close() {
+func (p *Proxy) Close() {
 	close(p.done)
 	_ = p.ln.Close()
 	p.mu.Lock()
@@ -56,7 +59,7 @@ func (p *delayProxy) close() {
 }
 
 // track registers c for close; it reports false when the proxy is closing.
-func (p *delayProxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	select {
@@ -68,14 +71,14 @@ func (p *delayProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *delayProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
 	_ = c.Close()
 }
 
-func (p *delayProxy) acceptLoop() {
+func (p *Proxy) acceptLoop() {
 	defer p.wg.Done()
 	for {
 		client, err := p.ln.Accept()
@@ -106,7 +109,7 @@ type chunk struct {
 
 // pipe forwards src to dst with the one-way delay. When either side ends,
 // both connections are closed, which ends the other direction too.
-func (p *delayProxy) pipe(src, dst net.Conn) {
+func (p *Proxy) pipe(src, dst net.Conn) {
 	defer p.wg.Done()
 	q := make(chan chunk, 1024)
 	go func() { // the writer
