@@ -28,8 +28,9 @@ const (
 	// maxCleanupBackoff bounds the pause of a worker whose node fails.
 	maxCleanupBackoff = time.Second
 	// maxLoneRetry bounds, in node timeouts, how long the cleaner of a lock
-	// made by NewLock retries a delete.
-	maxLoneRetry = 7
+	// made by NewLock retries a delete, and maxLoneRetryTime in time.
+	maxLoneRetry     = 7
+	maxLoneRetryTime = 5 * time.Second
 )
 
 // discard is a lock key to delete if it still holds token.
@@ -56,7 +57,7 @@ type cleaner struct {
 	dropped     atomic.Int64
 	// giveUp, when positive, bounds how long a delete is retried. A lone
 	// lock's owner is never closed, so its work must end by itself: its
-	// deletes are retried for maxLoneRetry node timeouts. A factory's are
+	// deletes are retried for maxLoneRetry node timeouts, 5 s at most. A factory's are
 	// retried while the key could live, and Close ends them.
 	giveUp time.Duration
 

@@ -66,7 +66,7 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 	}
 	f.ext.linger = false
 	for _, n := range f.nodes {
-		n.cleaner.giveUp = maxLoneRetry * n.cleaner.nodeTimeout
+		n.cleaner.giveUp = min(maxLoneRetry*n.cleaner.nodeTimeout, maxLoneRetryTime)
 	}
 	return f, nil
 }
