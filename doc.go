@@ -29,10 +29,16 @@
 //
 // A Lock is extended in the background at 3/4 of its validity by default
 // (the autoextender). Its Done channel is closed and its Err returns
-// ErrLockLost as soon as the loss of the lock is detected: by an extension
-// that finds the token gone from a quorum, by a CheckTimes that does, or when
-// its validity runs out without extension. Factory.Do runs a function under a
-// lock with a context that is cancelled on loss.
+// ErrLockLost once the loss of the lock is detected: by an extension that
+// finds the token gone from a quorum (about 3/4 of the validity after the
+// last one: 90 s at the default TTL), by a CheckTimes that does, or when its
+// validity runs out without extension. Factory.Do runs a function under a
+// lock with a context that is cancelled on loss, and releases the lock when
+// the function returns or panics.
+//
+// Release deletes the keys even when its context has already ended:
+// releasing is cleanup, bounded by the node timeout, not by the caller's
+// context.
 //
 // RLock is the reentrant variant: the holder may acquire it again, and only
 // the last Release releases it on the nodes.
@@ -41,11 +47,20 @@
 //
 // Locks made by a Factory share its machinery: one auto-pipelined
 // connection per node (WithPipelining), one subscriber per node that wakes
-// blocked Acquire calls when their lock is released (WithWakeups), and one
+// blocked Acquire calls when their lock is released (WithWakeups), one
 // goroutine that extends all autoextending locks in batches, one script call
-// per node. Close the factory to stop them. Locks made by NewLock borrow a
-// pool connection per command, poll while blocked, and have an extender of
-// their own that runs only while they are held.
+// per node, and one bounded queue per node for deletes that have to be
+// retried. The factory owns every goroutine: Close refuses new work, ends
+// in-flight and blocked Acquire calls with ErrClosed (they give up what they
+// set), releases the locks still held, and waits for everything, in about
+// two node timeouts at most. Locks made by NewLock get a private owner of
+// the same kind: they borrow a pool connection per command, poll while
+// blocked, and their background work ends by itself when idle.
+//
+// The nodes must be independent servers: a factory refuses, at its first
+// operation, node URLs that name one server twice (by its run_id), since a
+// quorum of them would be one machine. See docs/ARCHITECTURE.md for the
+// design.
 //
 // # What it does not promise
 //
