@@ -183,8 +183,8 @@ func allClosed(chs []<-chan struct{}) bool {
 // what must be tried again, and reports whether the node answered. While
 // the owner closes, nothing is requeued: this was the last try.
 func (c *cleaner) send(batch []pendingDiscard) bool {
-	args := make([]any, 0, 1+2*len(batch))
-	args = append(args, len(batch))
+	args := make([]any, 0, 2+2*len(batch))
+	args = append(args, releaseManyScript.hashArg, len(batch))
 	for _, p := range batch {
 		args = append(args, p.key)
 	}

@@ -63,7 +63,7 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 		return Inspection{}, err
 	}
 	in := Inspection{Name: name, Quorum: cfg.quorum, Nodes: make([]NodeState, len(f.nodes))}
-	read := command{script: inspectScript, args: []any{1, name}, judge: judgeValues}
+	read := command{script: inspectScript, args: []any{inspectScript.hashArg, 1, name}, judge: judgeValues}
 	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
 	r := fan.run(ctx, &read, true)
 	for i, n := range f.nodes {
