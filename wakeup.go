@@ -141,6 +141,11 @@ func (w *waker) watch(name string) (*waiter, *interest, func()) {
 		w.names[name] = in
 		for _, s := range w.subs {
 			_ = s.Subscribe(releaseChannelPrefix + name) // fails only once closed
+			if s.Confirmed(releaseChannelPrefix + name) {
+				// Put back before its UNSUBSCRIBE was written: the node
+				// never stopped delivering, and will not confirm again.
+				in.readyOnce.Do(func() { close(in.ready) })
+			}
 		}
 	}
 	wt := &waiter{wake: make(chan struct{}, 1)}
