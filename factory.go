@@ -151,7 +151,7 @@ func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Conte
 		return err
 	}
 	h := l.holding()
-	fnCtx, cancel := context.WithCancelCause(ctx)
+	fnCtx, cancel := context.WithCancelCause(withFence(ctx, h))
 	stop := h.afterEnd(func(cause error) {
 		if cause != nil {
 			cancel(cause)

@@ -243,19 +243,25 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	h := &holding{token: token, arg: token}
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
-	set := &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
-	r := l.fan.run(ctx, set, false)
+	r := l.fan.run(ctx, l.acquireCommand(h), false)
 	h.counted = r.got
 	if r.fin != nil {
 		h.fin = r.fin.done
 	}
 	validity := l.validity(r)
+	var err error
+	if r.reached(l.cfg.quorum) && validity > 0 && l.cfg.fencing {
+		validity, err = l.commitFence(ctx, h, &r)
+	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		h.validUntil = r.start.Add(l.cfg.ttl - l.cfg.drift())
 		return validity, h, r, nil
 	}
 	l.discard(h, &r)
-	if r.reached(l.cfg.quorum) {
+	switch {
+	case err != nil:
+		return 0, nil, r, err
+	case r.reached(l.cfg.quorum):
 		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
 	}
 	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)
