@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -79,7 +78,7 @@ func (l *Lock) acquireCommand(h *holding) *command {
 	if !l.cfg.fencing {
 		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
 	}
-	return &command{script: acquireFencedScript, args: []any{2, l.nameArg, l.name + FenceSuffix, h.arg, l.ttlArg}, judge: judgeFence, detached: true}
+	return &command{script: acquireFencedScript, args: []any{2, l.nameArg, l.fenceArg, h.arg, l.ttlArg}, judge: judgeFence, detached: true}
 }
 
 // judgeFence reads the fenced acquire's reply: nil when the key is taken,
@@ -105,7 +104,8 @@ func (l *Lock) commitFence(ctx context.Context, h *holding, r *round) (time.Dura
 		}
 	})
 	t++
-	commit := &command{script: fenceCommitScript, args: []any{2, l.nameArg, l.name + FenceSuffix, h.arg, strconv.FormatInt(t, 10)}, judge: judgeOne}
+	// redigo writes t in decimal, which the script stores as it is.
+	commit := &command{script: fenceCommitScript, args: []any{2, l.nameArg, l.fenceArg, h.arg, t}, judge: judgeOne}
 	c := l.fan.run(ctx, commit, false)
 	validity := l.cfg.ttl - time.Since(r.start) - l.cfg.drift()
 	if !c.reached(l.cfg.quorum) {

@@ -34,6 +34,7 @@ type Lock struct {
 
 	// The name and TTL as command arguments, boxed once.
 	nameArg, ttlArg any
+	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
 
 	mu        sync.Mutex
 	acquiring bool
@@ -66,6 +67,9 @@ func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *L
 		l.initErr = invalidArg("lock name is empty")
 	}
 	l.ttlArg = l.cfg.ttlMs()
+	if cfg.fencing {
+		l.fenceArg = name + FenceSuffix
+	}
 	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
 	return l
 }
