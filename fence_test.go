@@ -241,6 +241,9 @@ func TestDoPassesTheFence(t *testing.T) {
 		got = append(got, tok)
 		return nil
 	}
+	if _, ok := redlock.FenceFrom(ctx); ok {
+		t.Fatal("FenceFrom outside Do reports a token")
+	}
 	for _, on := range []bool{false, true, true} {
 		if err := f.Do(ctx, "job", fn, redlock.WithFencing(on)); err != nil {
 			t.Fatal(err)
