@@ -152,6 +152,7 @@ func fencedSection(store *fencedStore, plain *plainStore, stall func(end time.Du
 func (s *suite) fencing(t *testing.T) {
 	t.Run("faults", s.fencingUnderFaults)
 	t.Run("pause_beyond_validity", s.fencingPausedHolder)
+	t.Run("sigstop_beyond_validity", s.fencingSIGSTOP)
 	t.Run("controls", s.fencingControls)
 }
 
