@@ -62,11 +62,27 @@
 // quorum of them would be one machine. See docs/ARCHITECTURE.md for the
 // design.
 //
+// # Fencing tokens
+//
+// With WithFencing(true) every holding gets a token (Lock.Fence, or
+// FenceFrom inside Factory.Do) larger than that of every holding of the
+// same name issued before it, for the protected resource to check: it
+// refuses a request whose token is lower than one it has seen, so that a
+// holder paused past its validity cannot act after the next holder did.
+// The acquire script returns each node's max(stored fence, server TIME in
+// microseconds); the client takes the maximum over the quorum plus one and
+// writes it back, in one more pipelined round, to every node that still
+// holds the lock. The token counts once a quorum has it within the
+// validity; otherwise the attempt fails with ErrFenceNotCommitted. The fence
+// lives in the key name+FenceSuffix, without a TTL. docs/SAFETY.md proves
+// the order and states its assumptions.
+//
 // # What it does not promise
 //
-// Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM freeze)
-// beyond its validity may still act after another client acquired the lock;
-// check Done before acting, and keep work well inside the validity. A node
+// Plain Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM
+// freeze) beyond its validity may still act after another client acquired
+// the lock; check Done before acting, keep work well inside the validity,
+// or turn fencing on and have the resource check the token. A node
 // that restarts without persistence forgets its keys: keep a restarted node
 // out for longer than the TTL, or run it with appendfsync always.
 //
@@ -74,7 +90,8 @@
 //
 // Every error matches ErrRedlock. Callers branch on ErrNotAcquired,
 // ErrLockLost, ErrNoQuorum, ErrInvalidOperation, ErrInvalidArgument and
-// ErrClosed with errors.Is; *NodeError carries the failure of one node and
+// ErrClosed with errors.Is (ErrFenceNotCommitted also matches
+// ErrNotAcquired); *NodeError carries the failure of one node and
 // *InsufficientNodesError a node list shorter than three. A cancelled
 // Acquire matches both ErrNotAcquired and the context's error.
 package redlock

@@ -34,6 +34,7 @@ type Lock struct {
 
 	// The name and TTL as command arguments, boxed once.
 	nameArg, ttlArg any
+	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
 
 	mu        sync.Mutex
 	acquiring bool
@@ -66,6 +67,9 @@ func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *L
 		l.initErr = invalidArg("lock name is empty")
 	}
 	l.ttlArg = l.cfg.ttlMs()
+	if cfg.fencing {
+		l.fenceArg = name + FenceSuffix
+	}
 	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
 	return l
 }
@@ -243,13 +247,16 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	h := &holding{token: token, arg: token}
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
-	set := &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
-	r := l.fan.run(ctx, set, false)
+	r := l.fan.run(ctx, l.acquireCommand(h), false)
 	h.counted = r.got
 	if r.fin != nil {
 		h.fin = r.fin.done
 	}
 	validity := l.validity(r)
+	var err error
+	if r.reached(l.cfg.quorum) && validity > 0 && l.cfg.fencing {
+		validity, err = l.commitFence(ctx, h, &r)
+	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		h.validUntil = r.start.Add(l.cfg.ttl - l.cfg.drift())
 		r.free()
@@ -257,7 +264,10 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	}
 	l.discard(h, &r)
 	r.free()
-	if r.reached(l.cfg.quorum) {
+	switch {
+	case err != nil:
+		return 0, nil, r, err
+	case r.reached(l.cfg.quorum):
 		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
 	}
 	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)

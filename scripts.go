@@ -31,16 +31,18 @@ type script struct {
 }
 
 var (
-	releaseScript     = loadScript("release")
-	releaseManyScript = loadScript("release_many")
-	extendScript      = loadScript("extend")
-	extendManyScript  = loadScript("extend_many")
-	checkScript       = loadScript("check")
-	inspectScript     = loadScript("inspect")
+	releaseScript       = loadScript("release")
+	releaseManyScript   = loadScript("release_many")
+	extendScript        = loadScript("extend")
+	extendManyScript    = loadScript("extend_many")
+	checkScript         = loadScript("check")
+	inspectScript       = loadScript("inspect")
+	acquireFencedScript = loadScript("acquire_fenced")
+	fenceCommitScript   = loadScript("fence_commit")
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, acquireFencedScript, fenceCommitScript}
 
 // loadScript reads lua/name.lua.
 func loadScript(name string) *script {

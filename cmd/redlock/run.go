@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +57,7 @@ type runCmd struct {
 	noWait    bool
 	killGrace time.Duration
 	verbose   bool
+	fencing   bool
 	stderr    io.Writer
 }
 
@@ -73,7 +75,11 @@ to redlock are forwarded to that group; the lock is released once CMD has
 exited. If the lock is lost while CMD runs (its keys vanished, or a quorum
 of nodes could not be reached before its validity ran out), the group gets
 SIGTERM, then SIGKILL after --kill-grace. CMD sees REDLOCK_NAME and
-REDLOCK_TOKEN in its environment.
+REDLOCK_TOKEN in its environment. With --fencing it also sees REDLOCK_FENCE,
+a fencing token larger than that of every earlier holder of NAME: pass it
+to the resource CMD writes to, which refuses a token below one it has seen,
+so that a CMD that outlived its lock (a paused host) cannot overwrite the
+work of the next holder.
 
 Exit codes:
   CMD's own   CMD exited (128+n if signal n killed it)
@@ -83,7 +89,8 @@ Exit codes:
   76          lock lost while CMD ran; CMD was stopped
   126, 127    CMD cannot be executed, or was not found`,
 		Example: `  redlock run --ttl 30s --wait 1m nightly-report -- ./report.sh --full
-  redlock run --no-wait migrations -- make migrate    # skip if another host runs it`,
+  redlock run --no-wait migrations -- make migrate    # skip if another host runs it
+  redlock run --fencing ledger -- sh -c 'psql -v fence="$REDLOCK_FENCE" -f post.sql'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -118,6 +125,7 @@ Exit codes:
 	f.BoolVar(&r.noWait, "no-wait", false, "make one attempt and give up (exit 75) if the lock is held")
 	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
+	f.BoolVar(&r.fencing, "fencing", false, "mint a fencing token and export it to CMD as REDLOCK_FENCE")
 	cmd.MarkFlagsMutuallyExclusive("wait", "no-wait")
 	_ = cmd.RegisterFlagCompletionFunc("wait", cobra.FixedCompletions([]string{"10s", "1m", "10m", "forever"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -140,7 +148,7 @@ func (r *runCmd) run(name string, argv []string) error {
 	if urls == nil {
 		return noNodesError()
 	}
-	c, err := openCluster(urls, r.lock.options()...)
+	c, err := openCluster(urls, append(r.lock.options(), redlock.WithFencing(r.fencing))...)
 	if err != nil {
 		return err
 	}
@@ -164,7 +172,11 @@ func (r *runCmd) run(name string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	ch, err := startChild(argv, []string{"REDLOCK_NAME=" + name, "REDLOCK_TOKEN=" + lock.Token()})
+	env := []string{"REDLOCK_NAME=" + name, "REDLOCK_TOKEN=" + lock.Token()}
+	if r.fencing {
+		env = append(env, "REDLOCK_FENCE="+strconv.FormatInt(lock.Fence(), 10))
+	}
+	ch, err := startChild(argv, env)
 	if err != nil {
 		r.release(lock)
 		return err
