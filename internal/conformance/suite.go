@@ -1,0 +1,432 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/redistest"
+)
+
+// Run runs the whole suite against c, each case on nodes of its own.
+func Run(t *testing.T, c Client) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, c Client)
+	}{
+		{"NodeContract", nodeContract},
+		{"RepeatedNodes", repeatedNodes},
+		{"MutualExclusion", mutualExclusion},
+		{"QuorumMasks", quorumMasks},
+		{"HungNode", hungNode},
+		{"LossDetection", lossDetection},
+		{"RLock", rlock},
+		{"Do", do},
+		{"Cancellation", cancellation},
+		{"NoScript", noScript},
+		{"CloseWithAcquires", closeWithAcquires},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
+	}
+}
+
+// Interop checks that a lock held through a excludes the same name through
+// b, and that b takes it once a releases it: the same keys, tokens and
+// scripts on every client.
+func Interop(t *testing.T, a, b Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	la := a.factory(t, cl.Addrs()).NewLock("interop")
+	lb := b.factory(t, cl.Addrs()).NewLock("interop", redlock.WithRetryTimes(0))
+	if _, err := la.Acquire(ctx); err != nil {
+		t.Fatalf("%s: Acquire: %v", a.Name, err)
+	}
+	if _, err := lb.TryAcquire(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("%s: TryAcquire of a lock held through %s: %v, want ErrNotAcquired", b.Name, a.Name, err)
+	}
+	if held, _, err := lb.CheckTimes(ctx); err == nil || held {
+		t.Fatalf("%s: CheckTimes of another holder's lock: held %v, err %v", b.Name, held, err)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatalf("%s: Release: %v", a.Name, err)
+	}
+	if _, err := lb.TryAcquire(ctx); err != nil {
+		t.Fatalf("%s: TryAcquire after %s released: %v", b.Name, a.Name, err)
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatalf("%s: Release: %v", b.Name, err)
+	}
+	assertFree(t, cl, "interop")
+}
+
+// testContext bounds a case, so that a hang fails it instead of the run.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// holders counts the nodes that store the key name.
+func holders(cl *redistest.Cluster, name string) int {
+	n := 0
+	for _, nd := range cl.Nodes {
+		if nd.Do("EXISTS", name).(int64) == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// assertFree fails unless no node stores the key name.
+func assertFree(t *testing.T, cl *redistest.Cluster, name string) {
+	t.Helper()
+	if n := holders(cl, name); n != 0 {
+		t.Fatalf("lock %q: %d nodes still store its key", name, n)
+	}
+}
+
+// nodeContract checks the node's replies against the forms of the
+// redlock.Node contract.
+func nodeContract(t *testing.T, c Client) {
+	cl := redistest.Start(t, 1)
+	ctx := testContext(t)
+	n := c.Nodes(t, cl.Addrs())[0]
+	if n.Addr() != cl.Nodes[0].Addr() {
+		t.Errorf("Addr() = %q, want %q", n.Addr(), cl.Nodes[0].Addr())
+	}
+	if v, err := n.Do(ctx, "SET", "k", "v", "NX", "PX", int64(10000)); err != nil || v == nil {
+		t.Fatalf("SET NX of a free key: %v, %v", v, err)
+	}
+	if v, err := n.Do(ctx, "SET", "k", "v", "NX", "PX", 10000); err != nil || v != nil {
+		t.Fatalf("SET NX of a held key: %#v, %v; want nil, nil", v, err)
+	}
+	if v, err := n.Do(ctx, "PTTL", "k"); err != nil || asInt(v) <= 0 {
+		t.Fatalf("PTTL: %#v, %v; want a positive int64", v, err)
+	}
+	var re redlock.ReplyError
+	if _, err := n.Do(ctx, "INCR", "k"); !errors.As(err, &re) {
+		t.Fatalf("INCR of a string: %v, want a ReplyError", err)
+	}
+	if v, err := n.Do(ctx, "INFO", "server"); err != nil || len(asString(v)) == 0 {
+		t.Fatalf("INFO server: %#v, %v", v, err)
+	}
+}
+
+// asInt reads an integer reply of the contract.
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+// asString reads a string reply of the contract.
+func asString(v any) string {
+	s, _ := redis.String(v, nil)
+	return s
+}
+
+// repeatedNodes checks that a node given twice is refused at once, and two
+// nodes of one server at the first operation.
+func repeatedNodes(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	nodes := c.Nodes(t, cl.Addrs())
+	if _, err := redlock.NewFactoryFromNodes([]redlock.Node{nodes[0], nodes[1], nodes[0]}); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Fatalf("a node given twice: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := redlock.NewFactoryFromNodes([]redlock.Node{nodes[0], nil, nodes[2]}); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Fatalf("a nil node: %v, want ErrInvalidArgument", err)
+	}
+	var short *redlock.InsufficientNodesError
+	if _, err := redlock.NewFactoryFromNodes(nodes[:2]); !errors.As(err, &short) {
+		t.Fatalf("two nodes: %v, want an InsufficientNodesError", err)
+	}
+	same := c.factory(t, []string{cl.Addrs()[0], cl.Addrs()[1], cl.Addrs()[0]})
+	if _, err := same.NewLock("same").TryAcquire(testContext(t)); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Fatalf("two clients of one server: %v, want ErrInvalidArgument", err)
+	}
+}
+
+// mutualExclusion runs contending holders in several factories (as
+// several processes would) and fails on any overlap.
+func mutualExclusion(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const factories, perFactory, rounds = 3, 3, 15
+	var inside, overlaps, done atomic.Int64
+	var wg sync.WaitGroup
+	for range factories {
+		f := c.factory(t, cl.Addrs(), redlock.WithRetryDelay(5*time.Millisecond), redlock.WithRetryTimes(1<<20))
+		for range perFactory {
+			wg.Go(func() {
+				l := f.NewLock("mutex")
+				for range rounds {
+					if _, err := l.Acquire(ctx); err != nil {
+						t.Errorf("Acquire: %v", err)
+						return
+					}
+					if inside.Add(1) > 1 {
+						overlaps.Add(1)
+					}
+					time.Sleep(time.Millisecond)
+					inside.Add(-1)
+					if err := l.Release(ctx); err != nil {
+						t.Errorf("Release: %v", err)
+						return
+					}
+					done.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if overlaps.Load() != 0 {
+		t.Fatalf("%d overlapping holdings", overlaps.Load())
+	}
+	if want := int64(factories * perFactory * rounds); done.Load() != want {
+		t.Fatalf("%d holdings, want %d", done.Load(), want)
+	}
+	assertFree(t, cl, "mutex")
+}
+
+// quorumMasks tries the lock with every subset of the nodes already taken
+// by another holder: it is acquired exactly when a quorum is free, and the
+// other holder's keys are never touched.
+func quorumMasks(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	f := c.factory(t, cl.Addrs(), redlock.WithRetryTimes(0))
+	for mask := range 1 << len(cl.Nodes) {
+		name := fmt.Sprintf("mask-%d", mask)
+		taken := 0
+		for i, nd := range cl.Nodes {
+			if mask&(1<<i) != 0 {
+				nd.Do("SET", name, "other", "PX", 60000)
+				taken++
+			}
+		}
+		l := f.NewLock(name, redlock.WithAutoextend(false))
+		_, err := l.TryAcquire(ctx)
+		want := len(cl.Nodes)-taken >= len(cl.Nodes)/2+1
+		switch {
+		case want && err != nil:
+			t.Fatalf("mask %03b: TryAcquire: %v, want success", mask, err)
+		case !want && !errors.Is(err, redlock.ErrNotAcquired):
+			t.Fatalf("mask %03b: TryAcquire: %v, want ErrNotAcquired", mask, err)
+		case want:
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("mask %03b: Release: %v", mask, err)
+			}
+		}
+		for i, nd := range cl.Nodes {
+			v, _ := redis.String(nd.Do("GET", name), nil)
+			if mask&(1<<i) != 0 && v != "other" {
+				t.Fatalf("mask %03b: node %d holds %q, want the other holder's token", mask, i, v)
+			}
+			if mask&(1<<i) == 0 && v != "" {
+				t.Fatalf("mask %03b: node %d still holds %q", mask, i, v)
+			}
+		}
+	}
+}
+
+// hungNode pauses one node (SIGSTOP): Acquire and Release still succeed
+// on the others without waiting for the node timeout.
+func hungNode(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const nodeTimeout = 5 * time.Second
+	f := c.factory(t, cl.Addrs(), redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(30*time.Second))
+	l := f.NewLock("hung")
+	// Warm up: connections and the servers' identities, before the pause.
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	cl.Nodes[0].Pause()
+	defer cl.Nodes[0].Resume()
+	start := time.Now()
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire with a hung node: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release with a hung node: %v", err)
+	}
+	if d := time.Since(start); d >= nodeTimeout {
+		t.Fatalf("Acquire and Release took %v: they waited for the hung node (node timeout %v)", d, nodeTimeout)
+	}
+}
+
+// lossDetection deletes the lock's keys behind its back: Extend reports
+// ErrLockLost, Done closes and Err matches ErrLockLost.
+func lossDetection(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	l := c.factory(t, cl.Addrs()).NewLock("lost", redlock.WithAutoextend(false))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	for _, nd := range cl.Nodes[:2] {
+		nd.Do("DEL", "lost")
+	}
+	if _, err := l.Extend(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Extend of a lost lock: %v, want ErrLockLost", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done is open after the loss")
+	}
+	if !errors.Is(l.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err() = %v, want ErrLockLost", l.Err())
+	}
+}
+
+// rlock checks reentrance: only the last Release deletes the keys.
+func rlock(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	r := c.factory(t, cl.Addrs()).NewRLock("reentrant")
+	for i := range 2 {
+		if _, err := r.Acquire(ctx); err != nil {
+			t.Fatalf("Acquire %d: %v", i+1, err)
+		}
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatalf("first Release: %v", err)
+	}
+	if n := holders(cl, "reentrant"); n != 3 {
+		t.Fatalf("after the first of two Releases %d nodes hold the key, want 3", n)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatalf("last Release: %v", err)
+	}
+	assertFree(t, cl, "reentrant")
+}
+
+// do runs a function under the lock, then one whose lock is lost while it
+// runs: its context is cancelled and Do returns ErrLockLost.
+func do(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	f := c.factory(t, cl.Addrs())
+	err := f.Do(ctx, "do", func(context.Context) error {
+		if n := holders(cl, "do"); n != 3 {
+			return fmt.Errorf("%d nodes hold the key while fn runs, want 3", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	assertFree(t, cl, "do")
+	err = f.Do(ctx, "do", func(fnCtx context.Context) error {
+		for _, nd := range cl.Nodes {
+			nd.Do("DEL", "do")
+		}
+		<-fnCtx.Done() // the next extension finds the keys gone
+		return nil
+	}, redlock.WithTTL(400*time.Millisecond))
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Do of a lock lost while fn runs: %v, want ErrLockLost", err)
+	}
+}
+
+// cancellation cancels a blocked Acquire: it returns an error matching
+// ErrNotAcquired and the context's error, and leaves no key behind.
+func cancellation(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	holder := c.factory(t, cl.Addrs()).NewLock("cancel")
+	if _, err := holder.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	waiter := c.factory(t, cl.Addrs()).NewLock("cancel", redlock.WithRetryTimes(1<<20))
+	_, err := waiter.Acquire(wctx)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled Acquire: %v, want ErrNotAcquired and DeadlineExceeded", err)
+	}
+	tok := holder.Token()
+	for i, nd := range cl.Nodes {
+		if v, _ := redis.String(nd.Do("GET", "cancel"), nil); v != tok {
+			t.Fatalf("node %d holds %q, want the holder's token", i, v)
+		}
+	}
+}
+
+// noScript flushes the nodes' scripts while a lock is held: Extend and
+// Release fall back to EVAL.
+func noScript(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	l := c.factory(t, cl.Addrs()).NewLock("noscript", redlock.WithAutoextend(false))
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if _, err := l.Extend(ctx); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	for _, nd := range cl.Nodes {
+		nd.Do("SCRIPT", "FLUSH")
+	}
+	if _, err := l.Extend(ctx); err != nil {
+		t.Fatalf("Extend after SCRIPT FLUSH: %v", err)
+	}
+	for _, nd := range cl.Nodes {
+		nd.Do("SCRIPT", "FLUSH")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release after SCRIPT FLUSH: %v", err)
+	}
+	assertFree(t, cl, "noscript")
+}
+
+// closeWithAcquires closes a factory while its locks are held and others
+// wait in Acquire: the waiters return ErrClosed and ErrNotAcquired, the
+// held lock is released on the nodes, and Close returns.
+func closeWithAcquires(t *testing.T, c Client) {
+	cl := redistest.Start(t, 3)
+	ctx := testContext(t)
+	f, err := redlock.NewFactoryFromNodes(c.Nodes(t, cl.Addrs()))
+	if err != nil {
+		t.Fatalf("NewFactoryFromNodes: %v", err)
+	}
+	held := f.NewLock("closing")
+	if _, err := held.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	const waiters = 4
+	errs := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			_, err := f.NewLock("closing", redlock.WithRetryTimes(1<<20)).Acquire(ctx)
+			errs <- err
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // let them wait
+	if err := f.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for range waiters {
+		if err := <-errs; !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrClosed) {
+			t.Fatalf("Acquire during Close: %v, want ErrNotAcquired and ErrClosed", err)
+		}
+	}
+	if !errors.Is(held.Err(), redlock.ErrClosed) {
+		t.Fatalf("held lock's Err() = %v, want ErrClosed", held.Err())
+	}
+	assertFree(t, cl, "closing")
+	if _, err := f.NewLock("after").TryAcquire(ctx); !errors.Is(err, redlock.ErrClosed) {
+		t.Fatalf("TryAcquire after Close: %v, want ErrClosed", err)
+	}
+}
