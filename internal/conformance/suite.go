@@ -85,12 +85,21 @@ func holders(cl *redistest.Cluster, name string) int {
 	return n
 }
 
-// assertFree fails unless no node stores the key name.
+// waitHolders waits until want nodes store the key name; see eventually.
+func waitHolders(t *testing.T, cl *redistest.Cluster, name string, want int) {
+	t.Helper()
+	eventually(t, func() error {
+		if n := holders(cl, name); n != want {
+			return fmt.Errorf("lock %q: %d nodes store its key, want %d", name, n, want)
+		}
+		return nil
+	})
+}
+
+// assertFree fails unless no node stores the key name (soon).
 func assertFree(t *testing.T, cl *redistest.Cluster, name string) {
 	t.Helper()
-	if n := holders(cl, name); n != 0 {
-		t.Fatalf("lock %q: %d nodes still store its key", name, n)
-	}
+	waitHolders(t, cl, name, 0)
 }
 
 // nodeContract checks the node's replies against the forms of the
@@ -147,9 +156,22 @@ func repeatedNodes(t *testing.T, c Client) {
 	if _, err := redlock.NewFactoryFromNodes(nodes[:2]); !errors.As(err, &short) {
 		t.Fatalf("two nodes: %v, want an InsufficientNodesError", err)
 	}
-	same := c.factory(t, []string{cl.Addrs()[0], cl.Addrs()[1], cl.Addrs()[0]})
-	if _, err := same.NewLock("same").TryAcquire(testContext(t)); !errors.Is(err, redlock.ErrInvalidArgument) {
-		t.Fatalf("two clients of one server: %v, want ErrInvalidArgument", err)
+	// The first operation identifies a quorum of the nodes; the others are
+	// asked in the background, at most once per second.
+	l := c.factory(t, []string{cl.Addrs()[0], cl.Addrs()[1], cl.Addrs()[0]}).NewLock("same", redlock.WithAutoextend(false))
+	ctx := testContext(t)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		_, err := l.TryAcquire(ctx)
+		if errors.Is(err, redlock.ErrInvalidArgument) {
+			break
+		}
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("two clients of one server: %v, want ErrInvalidArgument", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -224,15 +246,40 @@ func quorumMasks(t *testing.T, c Client) {
 				t.Fatalf("mask %03b: Release: %v", mask, err)
 			}
 		}
-		for i, nd := range cl.Nodes {
-			v, _ := redis.String(nd.Do("GET", name), nil)
-			if mask&(1<<i) != 0 && v != "other" {
-				t.Fatalf("mask %03b: node %d holds %q, want the other holder's token", mask, i, v)
-			}
-			if mask&(1<<i) == 0 && v != "" {
-				t.Fatalf("mask %03b: node %d still holds %q", mask, i, v)
-			}
+		eventually(t, func() error { return maskKept(cl, name, mask) })
+	}
+}
+
+// maskKept checks that the nodes of mask hold the other holder's token and
+// the others nothing.
+func maskKept(cl *redistest.Cluster, name string, mask int) error {
+	for i, nd := range cl.Nodes {
+		v, _ := redis.String(nd.Do("GET", name), nil)
+		if mask&(1<<i) != 0 && v != "other" {
+			return fmt.Errorf("mask %03b: node %d holds %q, want the other holder's token", mask, i, v)
 		}
+		if mask&(1<<i) == 0 && v != "" {
+			return fmt.Errorf("mask %03b: node %d still holds %q", mask, i, v)
+		}
+	}
+	return nil
+}
+
+// eventually retries check for a few seconds (a lock operation returns
+// once a quorum answered, so the command to the last node may still be on
+// its way) and fails with its last error.
+func eventually(t *testing.T, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -251,6 +298,10 @@ func hungNode(t *testing.T, c Client) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
+	// Release returns once a quorum deleted: a late delete on a healthy
+	// node would make it refuse the next SET, and that attempt would then
+	// rightly wait for the hung node.
+	assertFree(t, cl, "hung")
 	cl.Nodes[0].Pause()
 	defer cl.Nodes[0].Resume()
 	start := time.Now()
@@ -274,6 +325,7 @@ func lossDetection(t *testing.T, c Client) {
 	if _, err := l.Acquire(ctx); err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
+	waitHolders(t, cl, "lost", 3)
 	for _, nd := range cl.Nodes[:2] {
 		nd.Do("DEL", "lost")
 	}
@@ -300,9 +352,11 @@ func rlock(t *testing.T, c Client) {
 			t.Fatalf("Acquire %d: %v", i+1, err)
 		}
 	}
+	waitHolders(t, cl, "reentrant", 3)
 	if err := r.Release(ctx); err != nil {
 		t.Fatalf("first Release: %v", err)
 	}
+	time.Sleep(50 * time.Millisecond) // a delete sent by mistake would have landed
 	if n := holders(cl, "reentrant"); n != 3 {
 		t.Fatalf("after the first of two Releases %d nodes hold the key, want 3", n)
 	}
@@ -319,9 +373,7 @@ func do(t *testing.T, c Client) {
 	ctx := testContext(t)
 	f := c.factory(t, cl.Addrs())
 	err := f.Do(ctx, "do", func(context.Context) error {
-		if n := holders(cl, "do"); n != 3 {
-			return fmt.Errorf("%d nodes hold the key while fn runs, want 3", n)
-		}
+		waitHolders(t, cl, "do", 3)
 		return nil
 	})
 	if err != nil {
@@ -329,6 +381,7 @@ func do(t *testing.T, c Client) {
 	}
 	assertFree(t, cl, "do")
 	err = f.Do(ctx, "do", func(fnCtx context.Context) error {
+		waitHolders(t, cl, "do", 3)
 		for _, nd := range cl.Nodes {
 			nd.Do("DEL", "do")
 		}
@@ -356,6 +409,7 @@ func cancellation(t *testing.T, c Client) {
 	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled Acquire: %v, want ErrNotAcquired and DeadlineExceeded", err)
 	}
+	waitHolders(t, cl, "cancel", 3)
 	tok := holder.Token()
 	for i, nd := range cl.Nodes {
 		if v, _ := redis.String(nd.Do("GET", "cancel"), nil); v != tok {
