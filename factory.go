@@ -78,7 +78,7 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 		case isPool:
 			n.pool, n.tr = p.p, &poolTransport{pool: p.p, o: o, nodeTimeout: check.nodeTimeout}
 		default:
-			n.tr = &nodeTransport{node: nd, o: o, nodeTimeout: check.nodeTimeout}
+			n.tr = nodeTransportOf(nd, o, check.nodeTimeout)
 		}
 		n.cleaner = newCleaner(n, o, check.nodeTimeout, cfg.logger)
 		f.nodes = append(f.nodes, n)

@@ -40,10 +40,24 @@ type Node interface {
 
 // Script is one of the lock's Lua scripts, as handed to Node.RunScript.
 type Script struct {
+	name string
 	src  string
 	hash string
 	rs   *redis.Script // for PoolNode
 }
+
+// Scripts returns the lock's Lua scripts, for a client that loads them on
+// its nodes ahead of time (SCRIPT LOAD), as InitRedisNodes does for pools.
+func Scripts() []*Script {
+	out := make([]*Script, len(allScripts))
+	for i, s := range allScripts {
+		out[i] = s.pub
+	}
+	return out
+}
+
+// Name returns the script's name, such as "release" or "extend".
+func (s *Script) Name() string { return s.name }
 
 // Source returns the script's Lua source, for EVAL and SCRIPT LOAD.
 func (s *Script) Source() string { return s.src }

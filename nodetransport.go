@@ -18,6 +18,15 @@ type nodeTransport struct {
 	nodeTimeout time.Duration
 }
 
+// nodeTransportOf returns the transport of a Node of another client: a
+// batching one when the node can batch.
+func nodeTransportOf(nd Node, o *owner, nodeTimeout time.Duration) transport {
+	if b, ok := nd.(Batcher); ok {
+		return &batchTransport{node: b, o: o, nodeTimeout: nodeTimeout}
+	}
+	return &nodeTransport{node: nd, o: o, nodeTimeout: nodeTimeout}
+}
+
 func (t *nodeTransport) start(ctx context.Context, c *call) {
 	if c.cmd.detached {
 		ctx = context.WithoutCancel(ctx)

@@ -50,7 +50,7 @@ func loadScript(name string) *script {
 		panic("redlock: missing embedded script " + name) // a build defect, not input
 	}
 	rs := redis.NewScript(-1, string(src))
-	pub := &Script{src: string(src), hash: rs.Hash(), rs: rs}
+	pub := &Script{name: name, src: string(src), hash: rs.Hash(), rs: rs}
 	return &script{name: name, src: string(src), hashArg: rs.Hash(), rs: rs, pub: pub}
 }
 

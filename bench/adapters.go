@@ -8,8 +8,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/benchkit"
 	redlockgoredis "github.com/redlockplus/redlock/goredis"
+	"github.com/redlockplus/redlock/internal/benchkit"
 	redlockrueidis "github.com/redlockplus/redlock/rueidis"
 )
 

@@ -126,7 +126,7 @@ func selectWorkloads(all []benchkit.Workload, list string) ([]benchkit.Workload,
 
 // target is one implementation the tool measures.
 type target struct {
-	name  string
+	name string
 	// build makes the target over the nodes at addrs, reached through
 	// pools (targets of other clients dial addrs themselves).
 	build func(addrs []string, pools []*redis.Pool, w benchkit.Workload) (benchkit.Target, error)

@@ -127,6 +127,53 @@ func nodeContract(t *testing.T, c Client) {
 	if v, err := n.Do(ctx, "INFO", "server"); err != nil || len(asString(v)) == 0 {
 		t.Fatalf("INFO server: %#v, %v", v, err)
 	}
+	release := scriptNamed(t, "release")
+	cl.Nodes[0].Do("SET", "k1", "t1")
+	cl.Nodes[0].Do("SCRIPT", "FLUSH")
+	if v, err := n.RunScript(ctx, release, []string{"k1"}, "other"); err != nil || asInt(v) != 0 {
+		t.Fatalf("RunScript after SCRIPT FLUSH, another token: %#v, %v; want 0", v, err)
+	}
+	if v, err := n.RunScript(ctx, release, []string{"k1"}, "t1"); err != nil || asInt(v) != 1 {
+		t.Fatalf("RunScript, the key's token: %#v, %v; want 1", v, err)
+	}
+	if b, ok := n.(redlock.Batcher); ok {
+		batchContract(t, cl, b, release)
+	}
+}
+
+// batchContract runs a batch of scripts the node does not know, with
+// plain commands.
+func batchContract(t *testing.T, cl *redistest.Cluster, b redlock.Batcher, release *redlock.Script) {
+	ctx := testContext(t)
+	cl.Nodes[0].Do("SET", "k2", "t2")
+	cl.Nodes[0].Do("SCRIPT", "FLUSH")
+	batch := []redlock.Command{
+		{Script: release, Keys: []string{"k2"}, Args: []any{"t2"}},
+		{Script: release, Keys: []string{"k4"}, Args: []any{"t4"}},
+		{Name: "SET", Args: []any{"k3", "t3", "NX", "PX", int64(10000)}},
+		{Name: "GET", Args: []any{"k5"}},
+	}
+	b.DoBatch(ctx, batch)
+	for i, want := range []any{int64(1), int64(0), "OK", nil} {
+		got, err := batch[i].Reply, batch[i].Err
+		if s, ok := got.([]byte); ok {
+			got = string(s)
+		}
+		if err != nil || got != want {
+			t.Errorf("batch command %d: %#v, %v; want %#v", i, got, err, want)
+		}
+	}
+}
+
+// scriptNamed returns the lock script called name.
+func scriptNamed(t *testing.T, name string) *redlock.Script {
+	for _, s := range redlock.Scripts() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no lock script %q", name)
+	return nil
 }
 
 // asInt reads an integer reply of the contract.
@@ -308,11 +355,12 @@ func hungNode(t *testing.T, c Client) {
 	if _, err := l.Acquire(ctx); err != nil {
 		t.Fatalf("Acquire with a hung node: %v", err)
 	}
+	acquired := time.Since(start)
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release with a hung node: %v", err)
 	}
 	if d := time.Since(start); d >= nodeTimeout {
-		t.Fatalf("Acquire and Release took %v: they waited for the hung node (node timeout %v)", d, nodeTimeout)
+		t.Fatalf("Acquire (%v) and Release took %v: they waited for the hung node (node timeout %v)", acquired, d, nodeTimeout)
 	}
 }
 
@@ -443,6 +491,37 @@ func noScript(t *testing.T, c Client) {
 		t.Fatalf("Release after SCRIPT FLUSH: %v", err)
 	}
 	assertFree(t, cl, "noscript")
+	concurrentNoScript(t, c, cl)
+}
+
+// concurrentNoScript releases many locks at once after SCRIPT FLUSH, so
+// that a client that batches sends several scripts the nodes do not know
+// in one batch.
+func concurrentNoScript(t *testing.T, c Client, cl *redistest.Cluster) {
+	ctx := testContext(t)
+	f := c.factory(t, cl.Addrs())
+	locks := make([]*redlock.Lock, 32)
+	for i := range locks {
+		locks[i] = f.NewLock(fmt.Sprintf("noscript-%d", i), redlock.WithAutoextend(false))
+		if _, err := locks[i].Acquire(ctx); err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+	}
+	for _, nd := range cl.Nodes {
+		nd.Do("SCRIPT", "FLUSH")
+	}
+	var wg sync.WaitGroup
+	for _, l := range locks {
+		wg.Go(func() {
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("concurrent Release after SCRIPT FLUSH: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range locks {
+		assertFree(t, cl, l.Name())
+	}
 }
 
 // closeWithAcquires closes a factory while its locks are held and others
