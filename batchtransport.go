@@ -6,11 +6,13 @@ import (
 	"time"
 )
 
-// batchTransport carries commands to a Batcher: one goroutine of the owner
-// at a time sends whatever was started meanwhile as one batch, waits for
-// its replies and delivers them, and exits once nothing is queued. It is
-// not FIFO: a batch given up at its deadline may still reach the node
-// after the next one, which goes on another connection.
+// batchTransport carries commands to a Batcher. A command started while
+// fewer than maxBatches batches are under way is sent at once by a new
+// goroutine of the owner, so that it never waits for an earlier command's
+// round trip; once that many are under way, commands queue, and each
+// sender, when its batch is done, sends whatever queued meanwhile as one
+// batch, and exits once nothing is queued. It is not FIFO: concurrent
+// batches may use several connections.
 type batchTransport struct {
 	node        Batcher
 	o           *owner
@@ -18,9 +20,14 @@ type batchTransport struct {
 
 	mu      sync.Mutex
 	queue   []queued
-	spare   []queued // the previous batch's slice, reused
-	running bool     // a sender goroutine is under way
+	spare   []queued // a previous batch's slice, reused
+	senders int      // sender goroutines under way
 }
+
+// maxBatches bounds the batches under way on one node: beyond it commands
+// are gathered into batches, which costs less per command than more round
+// trips at once.
+const maxBatches = 4
 
 // queued is a started call with the context whose values its command
 // carries (for the client's hooks).
@@ -32,16 +39,17 @@ type queued struct {
 func (t *batchTransport) start(ctx context.Context, c *call) {
 	t.mu.Lock()
 	t.queue = append(t.queue, queued{ctx, c})
-	if t.running {
+	if t.senders >= maxBatches {
 		t.mu.Unlock()
 		return
 	}
-	t.running = true
+	t.senders++
 	t.mu.Unlock()
 	if !t.o.spawn(t.send) { // the factory is closed: fail what is queued
 		t.mu.Lock()
 		q := t.queue
-		t.queue, t.running = nil, false
+		t.queue = nil
+		t.senders--
 		t.mu.Unlock()
 		for _, e := range q {
 			e.c.deliver(reply{err: e.c.n.wrap(ErrClosed)})
@@ -55,7 +63,7 @@ func (t *batchTransport) take() []queued {
 	defer t.mu.Unlock()
 	q := t.queue
 	if len(q) == 0 {
-		t.running = false
+		t.senders--
 		return nil
 	}
 	t.queue, t.spare = t.spare[:0], nil

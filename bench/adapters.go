@@ -42,7 +42,7 @@ func rueidisTarget(addrs []string, _ []*redis.Pool, _ benchkit.Workload) (benchk
 	var clients []rueidis.Client
 	var closers []func() error
 	for _, a := range addrs {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, DisableCache: true})
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, ForceSingleClient: true, DisableCache: true})
 		if err != nil {
 			closeAll(closers)
 			return nil, err

@@ -1,8 +1,10 @@
 package failover
 
 import (
+	"net"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
@@ -64,11 +66,21 @@ func goredisNodes(t *testing.T, addrs []string) []redlock.Node {
 	return redlockgoredis.Nodes(clients...)
 }
 
+// rueidisNodes makes rueidis clients that never repeat a command on their
+// own, that exist although their node is down or partitioned away at the
+// start (ForceSingleClient: they connect once it answers), and that drop a
+// connection whose replies stopped (ConnWriteTimeout). rueidis keeps a
+// connection after a command's context ended; the proxies' partitions
+// drop bytes inside live connections, which no TCP network does, and a
+// connection kept across one would pair later replies with earlier
+// commands.
 func rueidisNodes(t *testing.T, addrs []string) []redlock.Node {
 	clients := make([]rueidis.Client, len(addrs))
 	for i, a := range addrs {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, DisableCache: true, DisableRetry: true})
-		if err != nil {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, ForceSingleClient: true,
+			DisableCache: true, DisableRetry: true, Dialer: net.Dialer{Timeout: time.Second},
+			ConnWriteTimeout: 500 * time.Millisecond})
+		if c == nil {
 			t.Fatalf("rueidis.NewClient(%s): %v", a, err)
 		}
 		t.Cleanup(c.Close)

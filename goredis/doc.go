@@ -17,9 +17,14 @@
 // operation still returns early (it needs a quorum only) but Close waits
 // until those reads give up.
 //
-// Commands of concurrent lock operations run in goroutines of the factory
-// and share the client's connection pool; blocked Acquire calls poll (the
-// release notifications of package redlock use redigo subscribers).
+// MaxRetries: -1 is advised too: a command that go-redis repeats after a
+// lost reply (a SET that did run) reads as a refusal, which is safe but
+// costs the lock an attempt.
+//
+// The commands that concurrent lock operations start on a node go out as
+// go-redis pipelines (redlock.Batcher), a few at a time; blocked Acquire
+// calls poll (the release notifications of package redlock use redigo
+// subscribers).
 //
 // This is a module of its own (github.com/redlockplus/redlock/goredis), so
 // that go-redis stays out of the dependencies of package redlock.

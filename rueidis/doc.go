@@ -5,14 +5,21 @@
 //	f, err := redlock.NewFactoryFromNodes(nodes)
 //	defer f.Close()
 //
-// Every command goes through the client's Do, and scripts through its Lua
-// helper (EVALSHA, then EVAL on NOSCRIPT), so the client's automatic
-// pipelining batches the commands of concurrent lock operations on its
-// connection, and its TLS settings and hooks apply; the factory never
-// closes the clients. Each client must reach one independent Redis server;
-// the factory refuses two clients of the same server. Blocked Acquire calls
-// poll (the release notifications of package redlock use redigo
-// subscribers).
+// Every command goes through the client: Do, its Lua helper for scripts
+// (EVALSHA, then EVAL on NOSCRIPT), and DoMulti for the commands that
+// concurrent lock operations start on a node meanwhile (redlock.Batcher),
+// all on the client's automatically pipelined connection; its TLS settings
+// and hooks apply, and the factory never closes the clients. Each client
+// must reach one independent Redis server; the factory refuses two clients
+// of the same server. Blocked Acquire calls poll (the release
+// notifications of package redlock use redigo subscribers).
+//
+// Create the clients with ForceSingleClient: true. Without it
+// rueidis.NewClient fails while its node is down, so that a service could
+// not start with a minority of its lock nodes down, which Redlock
+// tolerates; with it the client connects once the node answers.
+// DisableCache: true saves the client-side cache, which the lock never
+// reads.
 //
 // valkey-go is a fork of rueidis with types of its own (valkey.Client is not
 // a rueidis.Client), so it does not go through this module; Valkey servers

@@ -14,8 +14,11 @@ import (
 func ExampleNodes() {
 	var clients []rueidis.Client
 	for _, addr := range exampleAddrs { // such as "10.0.0.1:6379"
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
-		if err != nil {
+		// ForceSingleClient: a client even while its node is down (it
+		// connects once the node answers), so that the lock works with a
+		// minority of nodes down from the start.
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
+		if c == nil {
 			fmt.Println(err)
 			return
 		}

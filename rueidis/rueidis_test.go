@@ -41,7 +41,7 @@ var rueidisClient = conformance.Client{
 	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
 		clients := make([]rueidis.Client, len(addrs))
 		for i, a := range addrs {
-			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, DisableCache: true})
+			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, ForceSingleClient: true, DisableCache: true})
 			if err != nil {
 				t.Fatalf("rueidis.NewClient: %v", err)
 			}
