@@ -19,7 +19,9 @@
 // not start with a minority of its lock nodes down, which Redlock
 // tolerates; with it the client connects once the node answers.
 // DisableCache: true saves the client-side cache, which the lock never
-// reads.
+// reads. Set ConnWriteTimeout to a few node timeouts: rueidis keeps a
+// connection after a command's context ended, and only that timeout
+// replaces a connection whose replies stopped.
 //
 // valkey-go is a fork of rueidis with types of its own (valkey.Client is not
 // a rueidis.Client), so it does not go through this module; Valkey servers
