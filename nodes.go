@@ -79,8 +79,9 @@ func (e ReplyError) Error() string { return string(e) }
 // (by the run_id of INFO server). Nodes made by PoolNode keep the
 // pipelining and wake-ups of NewFactory when every node of the list is one;
 // in a mixed list they borrow a pool connection per command. Other nodes
-// run each command in a goroutine of the factory, and their blocked
-// Acquire calls poll. Close does not close the nodes' clients.
+// run their commands in goroutines of the factory, in batches when the
+// node is a Batcher, and their blocked Acquire calls poll. Close does not
+// close the nodes' clients.
 func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
 	cfg := defaultConfig().apply(opts)
 	check := cfg
@@ -154,9 +155,6 @@ func (n poolNode) RunScript(ctx context.Context, s *Script, keys []string, args 
 func replyOf(v any, err error) (any, error) {
 	var re redis.Error
 	if errors.As(err, &re) {
-		return nil, ReplyError(re)
-	}
-	if re, ok := v.(redis.Error); ok { // a node that answered the pipeline "" with an error
 		return nil, ReplyError(re)
 	}
 	return v, err
