@@ -77,6 +77,16 @@
 // lives in the key name+FenceSuffix, without a TTL. docs/SAFETY.md proves
 // the order and states its assumptions.
 //
+// # Other clients
+//
+// NewFactoryFromNodes takes Nodes of any client instead of redigo pools:
+// the modules github.com/redlockplus/redlock/goredis and .../rueidis make
+// them of go-redis and rueidis clients, and PoolNode of a redigo Pool. A
+// Node runs one command or script at a time (Node), or a batch (Batcher);
+// the locks, their scripts, keys and tokens are the same over every
+// client, so a lock taken through one excludes the same name taken through
+// another.
+//
 // # What it does not promise
 //
 // Plain Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM

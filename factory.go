@@ -31,21 +31,10 @@ type Factory struct {
 // and ErrInvalidArgument for nil or duplicate nodes or an invalid option.
 // It does not contact the nodes: the first operation checks that they are
 // distinct servers (see ErrInvalidArgument), and InitRedisNodes loads the
-// scripts ahead of time if wanted.
+// scripts ahead of time if wanted. It is NewFactoryFromNodes over one
+// PoolNode per pool.
 func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
-	cfg := defaultConfig().apply(opts)
-	check := cfg
-	if err := check.validate(len(nodes)); err != nil {
-		return nil, err
-	}
-	f, err := newFactory(nodes, cfg, check.pipelining)
-	if err != nil {
-		return nil, err
-	}
-	if check.wakeups {
-		f.wake = newWaker(f.nodes, check.nodeTimeout, f.o, cfg.logger)
-	}
-	return f, nil
+	return NewFactoryFromNodes(poolNodes(nodes), opts...)
 }
 
 // newPrivateFactory is the owner of a lock made by NewLock or NewRLock:
@@ -56,14 +45,17 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 		return nil, &InsufficientNodesError{NodeCount: len(nodes)}
 	}
 	cfg := defaultConfig().apply(opts)
-	if check := cfg; check.validate(len(nodes)) != nil {
+	check := cfg
+	if check.validate(len(nodes)) != nil {
 		cfg = defaultConfig() // the lock reports the error
+		check = cfg
+		_ = check.validate(len(nodes)) // the defaults are valid
 	}
 	cfg.factoryOnly = nil
-	f, err := newFactory(nodes, cfg, false)
-	if err != nil {
+	if err := checkPools(nodes); err != nil {
 		return nil, err
 	}
+	f := newFactory(poolNodes(nodes), cfg, check, false)
 	f.ext.linger = false
 	for _, n := range f.nodes {
 		n.cleaner.giveUp = min(maxLoneRetry*n.cleaner.nodeTimeout, maxLoneRetryTime)
@@ -71,31 +63,29 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 	return f, nil
 }
 
-// newFactory builds the nodes with their transports and cleaners.
-func newFactory(pools []Pool, cfg config, pipelined bool) (*Factory, error) {
-	if err := checkPools(pools); err != nil {
-		return nil, err
-	}
-	check := cfg
-	if err := check.validate(len(pools)); err != nil {
-		return nil, err
-	}
+// newFactory builds the nodes with their transports and cleaners, from a
+// checked node list, the options cfg and their validated form check.
+func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	o := newOwner()
 	f := &Factory{defaults: cfg, o: o}
 	f.set = &nodeSet{o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
-	for i, p := range pools {
-		n := &node{index: i, addr: nodeAddr(p), pool: p, set: f.set}
-		if pipelined {
-			n.tr = newPipeTransport(p, o, max(check.nodeTimeout, minStall), n)
-		} else {
-			n.tr = &poolTransport{pool: p, o: o, nodeTimeout: check.nodeTimeout}
+	for i, nd := range nodes {
+		n := &node{index: i, addr: nd.Addr(), set: f.set}
+		p, isPool := nd.(poolNode)
+		switch {
+		case isPool && pipelined:
+			n.pool, n.tr = p.p, newPipeTransport(p.p, o, max(check.nodeTimeout, minStall), n)
+		case isPool:
+			n.pool, n.tr = p.p, &poolTransport{pool: p.p, o: o, nodeTimeout: check.nodeTimeout}
+		default:
+			n.tr = nodeTransportOf(nd, o, check.nodeTimeout)
 		}
 		n.cleaner = newCleaner(n, o, check.nodeTimeout, cfg.logger)
 		f.nodes = append(f.nodes, n)
 	}
 	f.set.list = f.nodes
 	f.ext = newExtender(f.nodes, o)
-	return f, nil
+	return f
 }
 
 // minStall is the least time a pipelined reply may be overdue before its

@@ -276,13 +276,18 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 // discard deletes a failed or abandoned attempt's key on every node that
 // did not refuse it. On a FIFO transport the delete is sent now, behind
 // the attempt's own SET on the same connection; otherwise the node's
-// cleaner sends it once the SET's call is done. Nothing waits for it.
+// cleaner sends it once the SET's call on that node is done (at once when
+// its reply was counted). Nothing waits for it.
 func (l *Lock) discard(h *holding, r *round) {
 	if !l.fan.nodes[0].tr.fifo() {
 		d := l.discardOf(h)
 		for i, n := range l.fan.nodes {
-			if !r.refused(i) {
-				n.cleaner.add(d, r.got&(1<<i) == 0 || r.slots[i].err != nil, h.fin)
+			switch {
+			case r.refused(i):
+			case r.got&(1<<i) != 0: // its call is done: no need to wait for the slower nodes'
+				n.cleaner.add(d, r.slots[i].err != nil)
+			default:
+				n.cleaner.add(d, true, h.fin)
 			}
 		}
 		return

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"reflect"
 	"runtime"
 	"strconv"
 	"sync"
@@ -107,47 +106,9 @@ func nodeAddr(p Pool) string {
 	return "unknown address"
 }
 
-// isNilPool reports whether p is nil or a typed nil pointer.
-func isNilPool(p Pool) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
-		return v.IsNil()
-	}
-	return false
-}
-
-// samePool reports whether a and b are the same node handle. It never panics
-// on pools of a non-comparable type.
-func samePool(a, b Pool) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if va.Type() != vb.Type() || !va.Comparable() {
-		return false
-	}
-	return a == b
-}
-
-// checkPools checks a node list for nil and duplicate entries; the node
+// checkPools checks a pool list for nil and duplicate entries; the node
 // count is checked by the option validation.
-func checkPools(pools []Pool) error {
-	if len(pools) > maxNodes {
-		return invalidArg("%d nodes: at most %d are supported", len(pools), maxNodes)
-	}
-	for i, p := range pools {
-		if isNilPool(p) {
-			return invalidArg("node %d is nil", i)
-		}
-		for j := 0; j < i; j++ {
-			if samePool(pools[j], p) {
-				return invalidArg("node %d is the same pool as node %d", i, j)
-			}
-		}
-	}
-	return nil
-}
+func checkPools(pools []Pool) error { return checkNodes(poolNodes(pools)) }
 
 // poolsFromURLs checks a node URL list and makes one pool per URL. URLs
 // that are equal, or name the same host, port and database, are refused.

@@ -28,6 +28,7 @@ type script struct {
 	src     string
 	hashArg any
 	rs      *redis.Script
+	pub     *Script // as handed to a Node
 }
 
 var (
@@ -51,7 +52,8 @@ func loadScript(name string) *script {
 		panic("redlock: missing embedded script " + name) // a build defect, not input
 	}
 	rs := redis.NewScript(-1, string(src))
-	return &script{name: name, src: string(src), hashArg: rs.Hash(), rs: rs}
+	pub := &Script{name: name, src: string(src), hash: rs.Hash(), rs: rs}
+	return &script{name: name, src: string(src), hashArg: rs.Hash(), rs: rs, pub: pub}
 }
 
 // scriptSources lists the sources of every script, to load on a node.

@@ -127,8 +127,10 @@ func selectWorkloads(all []benchkit.Workload, list string) ([]benchkit.Workload,
 
 // target is one implementation the tool measures.
 type target struct {
-	name  string
-	build func(pools []*redis.Pool, w benchkit.Workload) (benchkit.Target, error)
+	name string
+	// build makes the target over the nodes at addrs, reached through
+	// pools (targets of other clients dial addrs themselves).
+	build func(addrs []string, pools []*redis.Pool, w benchkit.Workload) (benchkit.Target, error)
 	runs  func(w benchkit.Workload) bool
 }
 
@@ -137,7 +139,7 @@ func targets() []target {
 	all := func(benchkit.Workload) bool { return true }
 	ts := []target{{
 		name: "redlock",
-		build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+		build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 			return benchkit.Ours("redlock", lockPools(ps))
 		},
 		runs: all,
@@ -145,12 +147,13 @@ func targets() []target {
 	if opts, ok := plainPoolOptions(); ok {
 		ts = append(ts, target{
 			name: "redlock-plain",
-			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 				return benchkit.Ours("redlock-plain", lockPools(ps), opts...)
 			},
 			runs: all,
 		})
 	}
+	ts = append(ts, adapterTargets()...)
 	ts = append(ts,
 		target{
 			name: "redlock-fenced",
@@ -163,21 +166,21 @@ func targets() []target {
 		},
 		target{
 			name: "redsync",
-			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 				return newRedsync("redsync", ps, false), nil
 			},
 			runs: all,
 		},
 		target{
 			name: "redsync-failfast",
-			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 				return newRedsync("redsync-failfast", ps, true), nil
 			},
 			runs: func(w benchkit.Workload) bool { return w.Kind != benchkit.Keep },
 		},
 		target{
 			name: "floor",
-			build: func(ps []*redis.Pool, w benchkit.Workload) (benchkit.Target, error) {
+			build: func(_ []string, ps []*redis.Pool, w benchkit.Workload) (benchkit.Target, error) {
 				return benchkit.Floor("floor", lockPools(ps), w.FloorAtQuorum), nil
 			},
 			// The floor has no lock logic: it cannot wait for a busy key
@@ -345,12 +348,13 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		}
 	}()
 	for i, t := range ts {
-		ps, err := newPools(e.nodeAddrs(w))
+		addrs := e.nodeAddrs(w)
+		ps, err := newPools(addrs)
 		if err != nil {
 			return nil, err
 		}
 		pools = append(pools, ps)
-		if built[i], err = t.build(ps, w); err != nil {
+		if built[i], err = t.build(addrs, ps, w); err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", t.name, err)
 		}
 	}

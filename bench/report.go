@@ -91,8 +91,9 @@ func (r *report) result(id, target string) (benchkit.Result, bool) {
 }
 
 // evaluate checks the goals of issue 5 against the default redlock and the
-// default redsync (and the floor where the goal names it). A goal whose
-// figures were not measured is left out.
+// default redsync (and the floor where the goal names it), and those of
+// issue 14 (the go-redis and rueidis targets against the default redlock).
+// A goal whose figures were not measured is left out.
 func (r *report) evaluate() []check {
 	var cs []check
 	ratio := func(goal, metric, cmp string, limit float64, a, b float64, unit func(float64) string) {
@@ -159,6 +160,21 @@ func (r *report) evaluate() []check {
 		if rs, ok := get("W5", "redsync"); ok {
 			ratio("W5", "allocs/op redlock/redsync", "<=", 0.5, ours.AllocsPerOp, rs.AllocsPerOp, count)
 			ratio("W5", "B/op redlock/redsync", "<=", 0.5, ours.BytesPerOp, rs.BytesPerOp, count)
+		}
+	}
+	for _, a := range []string{"ours-goredis", "ours-rueidis"} {
+		// Issue 14: the locks over other clients, against the redigo path.
+		for _, id := range []string{"W1-3", "W1-5"} {
+			if ad, ok := get(id, a); ok {
+				if ours, ok := get(id, "redlock"); ok {
+					ratio(id, "cycle p50 "+a+"/redlock", "<=", 1.3, float64(ad.Cycle.P50), float64(ours.Cycle.P50), ms)
+				}
+			}
+		}
+		if ad, ok := get("W2", a); ok {
+			if ours, ok := get("W2", "redlock"); ok {
+				ratio("W2", "ops/s "+a+"/redlock", ">=", 0.8, ad.OpsPerSec, ours.OpsPerSec, rate)
+			}
 		}
 	}
 	if ours, ok := get("W6", "redlock"); ok && ours.Keep != nil {
@@ -241,7 +257,7 @@ func (r *report) printTables(w io.Writer) {
 		fmt.Fprintln(w, "\ncommands/s: what the nodes ran during the hold, the commands inside scripts included (INFO commandstats);")
 		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
 	}
-	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options):")
+	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options; ours-goredis and ours-rueidis against redlock):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| goal | metric | measured | goal | result |")
 	fmt.Fprintln(w, "|---|---|--:|--:|---|")

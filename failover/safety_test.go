@@ -61,12 +61,13 @@ func (s *suite) dur(full, quick time.Duration) time.Duration {
 }
 
 // factory returns a factory whose TryAcquire makes one attempt and whose
-// locks do not autoextend, unless opts say otherwise. It is closed at the
+// locks do not autoextend, unless opts say otherwise, over the client
+// that REDLOCK_FAILOVER_CLIENT names (see nodesFor). It is closed at the
 // end of the test.
 func factory(t *testing.T, pools []redlock.Pool, opts ...redlock.Option) *redlock.Factory {
 	t.Helper()
 	base := []redlock.Option{redlock.WithRetryTimes(0), redlock.WithAutoextend(false)}
-	f, err := redlock.NewFactory(pools, append(base, opts...)...)
+	f, err := redlock.NewFactoryFromNodes(nodesFor(t, pools), append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,16 @@ func Ours(name string, pools []redlock.Pool, opts ...redlock.Option) (KeepTarget
 	return &ours{name: name, f: f}, nil
 }
 
+// OursNodes is Ours over nodes of any client, through
+// redlock.NewFactoryFromNodes; Close closes the factory, not the clients.
+func OursNodes(name string, nodes []redlock.Node, opts ...redlock.Option) (KeepTarget, error) {
+	f, err := redlock.NewFactoryFromNodes(nodes, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ours{name: name, f: f}, nil
+}
+
 type ours struct {
 	name string
 	f    *redlock.Factory

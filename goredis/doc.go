@@ -1,0 +1,31 @@
+// Package redlockgoredis runs the locks of package redlock over go-redis v9
+// clients the caller already has:
+//
+//	nodes := redlockgoredis.Nodes(client1, client2, client3)
+//	f, err := redlock.NewFactoryFromNodes(nodes)
+//	defer f.Close()
+//
+// Every command goes through the client's Do, EvalSha and Eval, so its
+// hooks, TLS settings, pool and instrumentation see the lock's commands;
+// the factory never closes the clients. Each client must reach one
+// independent Redis server (a *redis.Client, or a failover client of a
+// Sentinel group); the factory refuses two clients of the same server.
+//
+// Create the clients with ContextTimeoutEnabled: true. Without it go-redis
+// ignores the deadline that the factory gives each command and waits for
+// its own ReadTimeout (3 s by default) on a hung node, so that a lock
+// operation still returns early (it needs a quorum only) but Close waits
+// until those reads give up.
+//
+// MaxRetries: -1 is advised too: a command that go-redis repeats after a
+// lost reply (a SET that did run) reads as a refusal, which is safe but
+// costs the lock an attempt.
+//
+// The commands that concurrent lock operations start on a node go out as
+// go-redis pipelines (redlock.Batcher), a few at a time; blocked Acquire
+// calls poll (the release notifications of package redlock use redigo
+// subscribers).
+//
+// This is a module of its own (github.com/redlockplus/redlock/goredis), so
+// that go-redis stays out of the dependencies of package redlock.
+package redlockgoredis

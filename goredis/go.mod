@@ -1,0 +1,16 @@
+module github.com/redlockplus/redlock/goredis
+
+go 1.26.0
+
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redlockplus/redlock v0.3.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/gomodule/redigo v1.9.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

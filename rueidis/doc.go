@@ -1,0 +1,32 @@
+// Package redlockrueidis runs the locks of package redlock over rueidis
+// clients the caller already has:
+//
+//	nodes := redlockrueidis.Nodes(client1, client2, client3)
+//	f, err := redlock.NewFactoryFromNodes(nodes)
+//	defer f.Close()
+//
+// Every command goes through the client: Do, its Lua helper for scripts
+// (EVALSHA, then EVAL on NOSCRIPT), and DoMulti for the commands that
+// concurrent lock operations start on a node meanwhile (redlock.Batcher),
+// all on the client's automatically pipelined connection; its TLS settings
+// and hooks apply, and the factory never closes the clients. Each client
+// must reach one independent Redis server; the factory refuses two clients
+// of the same server. Blocked Acquire calls poll (the release
+// notifications of package redlock use redigo subscribers).
+//
+// Create the clients with ForceSingleClient: true. Without it
+// rueidis.NewClient fails while its node is down, so that a service could
+// not start with a minority of its lock nodes down, which Redlock
+// tolerates; with it the client connects once the node answers.
+// DisableCache: true saves the client-side cache, which the lock never
+// reads. Set ConnWriteTimeout to a few node timeouts: rueidis keeps a
+// connection after a command's context ended, and only that timeout
+// replaces a connection whose replies stopped.
+//
+// valkey-go is a fork of rueidis with types of its own (valkey.Client is not
+// a rueidis.Client), so it does not go through this module; Valkey servers
+// do, reached with a rueidis client.
+//
+// This is a module of its own (github.com/redlockplus/redlock/rueidis), so
+// that rueidis stays out of the dependencies of package redlock.
+package redlockrueidis

@@ -1,0 +1,126 @@
+package redlockrueidis
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redlockplus/redlock"
+)
+
+// Nodes returns one redlock.Node per client, in order, for
+// redlock.NewFactoryFromNodes. A nil client gives a nil node, which the
+// factory refuses with redlock.ErrInvalidArgument, as it refuses a client
+// given twice.
+func Nodes(clients ...rueidis.Client) []redlock.Node {
+	nodes := make([]redlock.Node, len(clients))
+	for i, c := range clients {
+		if !isNil(c) {
+			nodes[i] = node{c}
+		}
+	}
+	return nodes
+}
+
+// isNil reports whether c is nil or a typed nil pointer.
+func isNil(c rueidis.Client) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// node is one rueidis client as a redlock.Node. It is a comparable value,
+// so that the factory sees the same client given twice.
+type node struct{ c rueidis.Client }
+
+var _ redlock.Node = node{}
+
+func (n node) Do(ctx context.Context, name string, args ...any) (any, error) {
+	cmd := n.c.B().Arbitrary(name).Args(strs(args)...).Build()
+	return reply(n.c.Do(ctx, cmd).ToAny())
+}
+
+// RunScript runs s with rueidis's Lua helper, which sends EVALSHA and falls
+// back to EVAL on NOSCRIPT.
+func (n node) RunScript(ctx context.Context, s *redlock.Script, keys []string, args ...any) (any, error) {
+	return reply(scriptOf(s).Exec(ctx, n.c, keys, strs(args)).ToAny())
+}
+
+// Addr names the server by the client's address (addresses, sorted and
+// joined by commas, for a client of several).
+func (n node) Addr() string {
+	addrs := make([]string, 0, 1)
+	for a := range n.c.Nodes() {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	return strings.Join(addrs, ",")
+}
+
+// scripts holds rueidis's form of each lock script, made once.
+var scripts sync.Map // *redlock.Script -> *rueidis.Lua
+
+func scriptOf(s *redlock.Script) *rueidis.Lua {
+	if l, ok := scripts.Load(s); ok {
+		return l.(*rueidis.Lua)
+	}
+	l, _ := scripts.LoadOrStore(s, rueidis.NewLuaScript(s.Source()))
+	return l.(*rueidis.Lua)
+}
+
+// strs writes the lock's arguments (strings and integers) as rueidis takes
+// them.
+func strs(args []any) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			out[i] = a
+		case int:
+			out[i] = strconv.Itoa(a)
+		case int64:
+			out[i] = strconv.FormatInt(a, 10)
+		case []byte:
+			out[i] = string(a)
+		default:
+			out[i] = fmt.Sprint(a)
+		}
+	}
+	return out
+}
+
+// reply turns rueidis's result into the redlock.Node contract: a nil reply
+// is nil, and an error reply of the server a redlock.ReplyError.
+func reply(v any, err error) (any, error) {
+	if err == nil {
+		return value(v), nil
+	}
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if re, ok := rueidis.IsRedisErr(err); ok {
+		return nil, redlock.ReplyError(re.Error())
+	}
+	return nil, err
+}
+
+// value converts the error replies inside an array.
+func value(v any) any {
+	switch v := v.(type) {
+	case *rueidis.RedisError:
+		return redlock.ReplyError(v.Error())
+	case []any:
+		for i, e := range v {
+			v[i] = value(e)
+		}
+	}
+	return v
+}
