@@ -20,14 +20,13 @@ var luaFiles embed.FS
 // released lock: the prefix followed by the lock name.
 const releaseChannelPrefix = "redlock:released:"
 
-// script is one Lua script: its source, SHA1 and the hash boxed once as a
-// command argument, and the redigo script that handles NOSCRIPT on pool
-// connections.
+// script is one Lua script: its source, and its SHA1 boxed once as a
+// command argument.
 type script struct {
 	name    string
 	src     string
 	hashArg any
-	rs      *redis.Script
+	bit     uint64 // 1 << the script's place in allScripts
 }
 
 var (
@@ -42,14 +41,19 @@ var (
 // allScripts lists every script, to load on a new connection.
 var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript}
 
+func init() {
+	for i, s := range allScripts {
+		s.bit = 1 << i
+	}
+}
+
 // loadScript reads lua/name.lua.
 func loadScript(name string) *script {
 	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		panic("redlock: missing embedded script " + name) // a build defect, not input
 	}
-	rs := redis.NewScript(-1, string(src))
-	return &script{name: name, src: string(src), hashArg: rs.Hash(), rs: rs}
+	return &script{name: name, src: string(src), hashArg: redis.NewScript(-1, string(src)).Hash()}
 }
 
 // scriptSources lists the sources of every script, to load on a node.
