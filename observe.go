@@ -46,9 +46,11 @@ type Observer struct {
 	// Waiting is called when an Acquire starts and stops waiting for the
 	// lock to be released by another holder: Delta is +1, then -1.
 	Waiting func(e WaitingEvent)
-	// NodeReply is called for every node reply counted in an Acquire or a
-	// Release, with the context AcquireStart or ReleaseStart returned. The
-	// latency is measured only when this func is set.
+	// NodeReply is called for every node reply counted in the lock's
+	// quorum rounds (acquire attempts, release, Extend, CheckTimes), and
+	// for every node given up on, with the operation's context: for an
+	// acquisition or a release, the one AcquireStart or ReleaseStart
+	// returned. The latency is measured only when this func is set.
 	NodeReply func(ctx context.Context, e NodeReplyEvent)
 }
 
@@ -189,10 +191,10 @@ type WaitingEvent struct {
 	Delta int
 }
 
-// NodeReplyEvent describes one node's reply in an Acquire or a Release.
+// NodeReplyEvent describes one node's reply in a quorum round.
 type NodeReplyEvent struct {
 	Lock    string
-	Op      string // "set", "release", "pttl"
+	Op      string // "set", "release", "extend", "check", "pttl"
 	Node    int
 	Addr    string
 	OK      bool          // the node did what was asked

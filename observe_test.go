@@ -106,38 +106,45 @@ func TestObserverEvents(t *testing.T) {
 				t.Fatalf("acquire with a short context: %v, events %+v", err, ev.acquires)
 			}
 
-			// A node that lost the scripts is a node fault, the extension
-			// still succeeds.
-			// (A pool connection's first use of a script misses it as
-			// expected: run it once first.)
-			if _, err := a.Extend(ctx); err != nil {
-				t.Fatal(err)
+			// A node that lost the scripts is a node fault; the check
+			// still succeeds. CheckTimes waits for every node, so the
+			// first one (after which a pool connection knows the node has
+			// the script) and the second are complete when they return.
+			check := func() events {
+				t.Helper()
+				if held, _, err := a.CheckTimes(ctx); !held || err != nil {
+					t.Fatalf("CheckTimes = %v, %v", held, err)
+				}
+				return rec.take()
 			}
-			rec.take()
+			if ev := check(); len(ev.nodeErrs) != 0 {
+				t.Fatalf("node errors %+v before the scripts were flushed", ev.nodeErrs)
+			}
 			c.Nodes[0].Do("SCRIPT", "FLUSH")
+			if ev := check(); len(ev.nodeErrs) != 1 || ev.nodeErrs[0].Kind != redlock.NodeScriptMissing || ev.nodeErrs[0].Node != 0 {
+				t.Fatalf("node errors %+v, want node 0's missing script", ev.nodeErrs)
+			}
 			if _, err := a.Extend(ctx); err != nil {
 				t.Fatal(err)
 			}
-			// (node 0's reply may come after the quorum's)
-			waitFor(t, 2*time.Second, "node 0's reply", func() bool {
-				rec.mu.Lock()
-				defer rec.mu.Unlock()
-				return len(rec.nodeErrs) > 0
-			})
 			ev = rec.take()
 			if len(ev.extends) != 1 || !ev.extends[0].OK || ev.extends[0].Auto {
 				t.Fatalf("extend events %+v, want one ok", ev.extends)
 			}
-			if len(ev.nodeErrs) != 1 || ev.nodeErrs[0].Kind != redlock.NodeScriptMissing || ev.nodeErrs[0].Node != 0 {
-				t.Fatalf("node errors %+v, want node 0's missing script", ev.nodeErrs)
-			}
 
-			// A killed node refuses connections; the release succeeds on two.
+			// A killed node refuses connections (a pipelined connection
+			// first sees its end); the lock stays held on two.
 			c.Nodes[1].Kill()
-			for range 2 { // the first command may meet the dead connection
-				if _, err := a.Extend(ctx); err != nil {
-					t.Fatal(err)
+			var nodeErrs []redlock.NodeErrorEvent
+			waitFor(t, 5*time.Second, "node 1's refused connection", func() bool {
+				if held, _, err := a.CheckTimes(ctx); !held || err != nil {
+					t.Fatalf("CheckTimes with node 1 down = %v, %v", held, err)
 				}
+				nodeErrs = append(nodeErrs, rec.take().nodeErrs...)
+				return kinds(nodeErrs, 1)[redlock.NodeRefused] > 0
+			})
+			if k := kinds(nodeErrs, 1); k[redlock.NodeTimeout]+k[redlock.NodeErrorReply]+k[redlock.NodeScriptMissing] > 0 {
+				t.Fatalf("node errors %+v, want only node 1's refused or ended connection", nodeErrs)
 			}
 			if err := a.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -145,9 +152,6 @@ func TestObserverEvents(t *testing.T) {
 			ev = rec.take()
 			if len(ev.releases) != 1 || ev.releases[0].Err != nil || ev.releases[0].Closed || ev.releases[0].Held <= 0 {
 				t.Fatalf("release events %+v, want one ok", ev.releases)
-			}
-			if n := kinds(ev.nodeErrs, 1)[redlock.NodeRefused]; n == 0 {
-				t.Fatalf("node errors %+v, want node 1's connection refused", ev.nodeErrs)
 			}
 
 			// A lock whose keys vanish is lost, found by CheckTimes.

@@ -54,7 +54,7 @@ func (s *Store) Set(ctx context.Context, ns string, data map[string][]byte) erro
 	if err != nil {
 		return err
 	}
-	_, err = s.do(ctx, s.inst(ns), "set", "MSET", args...)
+	_, err = s.do(ctx, s.inst(ns), ns, "set", "MSET", args...)
 	return err
 }
 
@@ -90,7 +90,7 @@ func (s *Store) mget(ctx context.Context, in *instance, ns string, keys []string
 	out := make(map[string][]byte, len(keys))
 	for start := 0; start < len(keys); start += removeBatch {
 		part := keys[start:min(start+removeBatch, len(keys))]
-		vals, err := redis.Values(s.do(ctx, in, "get", "MGET", nsKeys(ns, part)...))
+		vals, err := redis.Values(s.do(ctx, in, ns, "get", "MGET", nsKeys(ns, part)...))
 		if err != nil {
 			return nil, replyErr("get", err)
 		}
