@@ -37,7 +37,8 @@ type Observer struct {
 	Released func(ctx context.Context, e ReleaseEvent)
 	// Extended is called after every extension, by Extend or autoextend.
 	Extended func(e ExtendEvent)
-	// Lost is called once when a holding is found lost.
+	// Lost is called once when a holding is found lost, just after Done
+	// is closed.
 	Lost func(e LossEvent)
 	// NodeError is called for every node that failed a command of a lock
 	// operation: a timeout, a refused connection, an error reply, or a
@@ -48,7 +49,7 @@ type Observer struct {
 	Waiting func(e WaitingEvent)
 	// NodeReply is called for every node reply counted in the lock's
 	// quorum rounds (acquire attempts, release, Extend, CheckTimes), and
-	// for every node given up on, with the operation's context: for an
+	// for every node given up on or not needed, with the operation's context: for an
 	// acquisition or a release, the one AcquireStart or ReleaseStart
 	// returned. The latency is measured only when this func is set.
 	NodeReply func(ctx context.Context, e NodeReplyEvent)
@@ -193,13 +194,16 @@ type WaitingEvent struct {
 
 // NodeReplyEvent describes one node's reply in a quorum round.
 type NodeReplyEvent struct {
-	Lock    string
-	Op      string // "set", "release", "extend", "check", "pttl"
-	Node    int
-	Addr    string
-	OK      bool          // the node did what was asked
-	Err     error         // the node's failure, or nil
-	Latency time.Duration // from sending the command to counting the reply
+	Lock string
+	Op   string // "set", "release", "extend", "check", "pttl"
+	Node int
+	Addr string
+	OK   bool  // the node did what was asked
+	Err  error // the node's failure, or nil
+	// Undecided: the round reached its outcome without this node's reply
+	// (it came later, or never); OK and Err say nothing then.
+	Undecided bool
+	Latency   time.Duration // from sending the command to counting the reply
 }
 
 // observer is the resolved Observer and logger of one lock (or of the
@@ -348,6 +352,20 @@ func (ob *observer) reply(ctx context.Context, r *round, i int) {
 	n := r.all[i]
 	if ob.NodeReply != nil {
 		ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.addr, OK: rep.ok, Err: rep.err, Latency: time.Since(r.start)})
+	}
+}
+
+// undecided reports to a tracer the nodes a round decided without: their
+// replies are neither counted nor given up on.
+func (ob *observer) undecided(ctx context.Context, r *round) {
+	if ob.NodeReply == nil {
+		return
+	}
+	pending := r.all64() &^ (r.got | r.late)
+	for i, n := range r.all {
+		if pending&(1<<i) != 0 {
+			ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.addr, Undecided: true, Latency: time.Since(r.start)})
+		}
 	}
 }
 

@@ -124,6 +124,9 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 		}
 	}
 	r.decided = time.Now()
+	if f.obs != nil {
+		f.obs.undecided(ctx, r)
+	}
 }
 
 // elapsed is the time from the first command to the decision.
