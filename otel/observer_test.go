@@ -52,7 +52,7 @@ func key(s attribute.Set) string {
 		if a.Key == "server.address" {
 			continue // a free port: the node index says the same
 		}
-		kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+		kv = append(kv, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 	}
 	sort.Strings(kv)
 	return "{" + strings.Join(kv, ",") + "}"
