@@ -56,6 +56,7 @@ type runCmd struct {
 	noWait    bool
 	killGrace time.Duration
 	verbose   bool
+	metrics   string // --metrics-addr
 	stderr    io.Writer
 }
 
@@ -118,6 +119,7 @@ Exit codes:
 	f.BoolVar(&r.noWait, "no-wait", false, "make one attempt and give up (exit 75) if the lock is held")
 	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
+	addMetricsFlag(cmd, &r.metrics)
 	cmd.MarkFlagsMutuallyExclusive("wait", "no-wait")
 	_ = cmd.RegisterFlagCompletionFunc("wait", cobra.FixedCompletions([]string{"10s", "1m", "10m", "forever"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -140,7 +142,12 @@ func (r *runCmd) run(name string, argv []string) error {
 	if urls == nil {
 		return noNodesError()
 	}
-	c, err := openCluster(urls, r.lock.options()...)
+	m, err := startMetrics(r.metrics)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	c, err := openCluster(urls, append(r.lock.options(), m.options()...)...)
 	if err != nil {
 		return err
 	}
