@@ -19,8 +19,8 @@ import (
 // metrics serves the locks' OpenTelemetry metrics in the Prometheus format
 // on /metrics while a command runs (--metrics-addr).
 type metrics struct {
-	obs *redlockotel.Observer
-	mp  *sdkmetric.MeterProvider
+	obs  *redlockotel.Observer
+	mp   *sdkmetric.MeterProvider
 	srv  *http.Server
 	ln   net.Listener
 	done chan struct{} // closed when the serving goroutine ends
