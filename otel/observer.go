@@ -3,6 +3,7 @@ package redlockotel
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,6 +23,9 @@ type Observer struct {
 	cfg    config
 	tracer trace.Tracer // nil: no tracing
 
+	mu   sync.RWMutex
+	sets map[optKey]metric.MeasurementOption // see attrs
+
 	acquire, hold            metric.Float64Histogram
 	extend, lost, nodeErrors metric.Int64Counter
 	waiters, held            metric.Int64UpDownCounter
@@ -38,7 +42,7 @@ var (
 
 // New creates the instruments.
 func New(opts ...Option) (*Observer, error) {
-	o := &Observer{}
+	o := &Observer{sets: map[optKey]metric.MeasurementOption{}}
 	for _, opt := range opts {
 		opt(&o.cfg)
 	}
@@ -104,21 +108,43 @@ func (o *Observer) SDL() sdlstore.Observer {
 	return sdlstore.Observer{Operation: o.sdlOperation, Subscriber: o.sdlSubscriber}
 }
 
-// attrs is the attribute set of a measurement: kv plus the normalised lock
-// name when WithLockName is given.
-func (o *Observer) attrs(lock string, kv ...attribute.KeyValue) metric.MeasurementOption {
+// optKey names one attribute set of the lock metrics: the normalised lock
+// name and at most one more attribute.
+type optKey struct{ lock, k, v string }
+
+// attrs returns the attribute set of a measurement: k=v (unless k is "")
+// plus the normalised lock name when WithLockName is given. The sets are
+// built once each and kept, since there are few of them (the normaliser
+// bounds the names), so that a measurement allocates nothing for them.
+func (o *Observer) attrs(lock, k, v string) metric.MeasurementOption {
+	key := optKey{k: k, v: v}
 	if o.cfg.lockName != nil {
-		if n := o.cfg.lockName(lock); n != "" {
-			kv = append(kv, attribute.String("redlock.lock", n))
-		}
+		key.lock = o.cfg.lockName(lock)
 	}
-	return metric.WithAttributes(kv...)
+	o.mu.RLock()
+	opt, ok := o.sets[key]
+	o.mu.RUnlock()
+	if ok {
+		return opt
+	}
+	var kv []attribute.KeyValue
+	if k != "" {
+		kv = append(kv, attribute.String(k, v))
+	}
+	if key.lock != "" {
+		kv = append(kv, attribute.String("redlock.lock", key.lock))
+	}
+	opt = metric.WithAttributeSet(attribute.NewSet(kv...))
+	o.mu.Lock()
+	o.sets[key] = opt
+	o.mu.Unlock()
+	return opt
 }
 
 func (o *Observer) acquireDone(ctx context.Context, e redlock.AcquireEvent) {
-	o.acquire.Record(ctx, e.Waited.Seconds(), o.attrs(e.Lock, attribute.String("redlock.outcome", e.Outcome.String())))
+	o.acquire.Record(ctx, e.Waited.Seconds(), o.attrs(e.Lock, "redlock.outcome", e.Outcome.String()))
 	if e.Outcome == redlock.Acquired {
-		o.held.Add(ctx, 1, o.attrs(e.Lock))
+		o.held.Add(ctx, 1, o.attrs(e.Lock, "", ""))
 	}
 	o.endSpan(ctx, e.Err, attribute.String("redlock.outcome", e.Outcome.String()), attribute.Int("redlock.attempts", e.Attempts))
 }
@@ -128,8 +154,8 @@ func (o *Observer) released(ctx context.Context, e redlock.ReleaseEvent) {
 	if e.Closed {
 		end = "closed"
 	}
-	o.held.Add(ctx, -1, o.attrs(e.Lock))
-	o.hold.Record(ctx, e.Held.Seconds(), o.attrs(e.Lock, attribute.String("redlock.end", end)))
+	o.held.Add(ctx, -1, o.attrs(e.Lock, "", ""))
+	o.hold.Record(ctx, e.Held.Seconds(), o.attrs(e.Lock, "redlock.end", end))
 	o.endSpan(ctx, e.Err)
 }
 
@@ -138,14 +164,14 @@ func (o *Observer) extended(e redlock.ExtendEvent) {
 	if !e.OK {
 		outcome = "failed"
 	}
-	o.extend.Add(context.Background(), 1, o.attrs(e.Lock, attribute.String("redlock.outcome", outcome)))
+	o.extend.Add(context.Background(), 1, o.attrs(e.Lock, "redlock.outcome", outcome))
 }
 
 func (o *Observer) lostLock(e redlock.LossEvent) {
 	ctx := context.Background()
-	o.lost.Add(ctx, 1, o.attrs(e.Lock, attribute.String("redlock.cause", e.Cause.String())))
-	o.held.Add(ctx, -1, o.attrs(e.Lock))
-	o.hold.Record(ctx, e.Held.Seconds(), o.attrs(e.Lock, attribute.String("redlock.end", "lost")))
+	o.lost.Add(ctx, 1, o.attrs(e.Lock, "redlock.cause", e.Cause.String()))
+	o.held.Add(ctx, -1, o.attrs(e.Lock, "", ""))
+	o.hold.Record(ctx, e.Held.Seconds(), o.attrs(e.Lock, "redlock.end", "lost"))
 }
 
 func (o *Observer) nodeError(e redlock.NodeErrorEvent) {
@@ -157,7 +183,7 @@ func (o *Observer) nodeError(e redlock.NodeErrorEvent) {
 }
 
 func (o *Observer) waiting(e redlock.WaitingEvent) {
-	o.waiters.Add(context.Background(), int64(e.Delta), o.attrs(e.Lock))
+	o.waiters.Add(context.Background(), int64(e.Delta), o.attrs(e.Lock, "", ""))
 }
 
 func (o *Observer) sdlOperation(ctx context.Context, e sdlstore.OperationEvent) {
