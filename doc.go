@@ -47,6 +47,14 @@
 // pool connection per command, poll while blocked, and have an extender of
 // their own that runs only while they are held.
 //
+// # Observing
+//
+// WithObserver hands acquisitions (attempts, time waited, outcome),
+// releases, extensions, losses, node failures and blocked waiters to
+// optional hooks; WithLogger logs them with slog. Without either, no event
+// is built. The otel module (github.com/redlockplus/redlock/otel) turns
+// the hooks into OpenTelemetry metrics and spans.
+//
 // # What it does not promise
 //
 // Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM freeze)
