@@ -344,8 +344,8 @@ func (l *Lock) expire(h *holding) {
 }
 
 // lose ends holding h as lost: Done closes, Err reports cause, autoextension
-// stops, the observer hears why, and the nodes' cleaners delete the keys that still carry the
-// token.
+// stops, the observer hears why, and the nodes' cleaners delete the keys
+// that still carry the token.
 func (l *Lock) lose(h *holding, why LossCause, cause error) {
 	if !l.endHolding(h, cause) {
 		return
@@ -454,14 +454,14 @@ func (l *Lock) Release(ctx context.Context) error {
 	case h == nil:
 		return invalidOp("Release of lock %q before Acquire", l.name)
 	}
-	if l.obs != nil && l.obs.ReleaseStart != nil {
-		ctx = l.obs.ReleaseStart(ctx, l.name)
-	}
 	if !l.endHolding(h, errReleased) {
 		if err := h.Err(); err != nil {
 			return err // lost or closed earlier; its keys were cleaned up then
 		}
 		return invalidOp("lock %q released twice", l.name)
+	}
+	if l.obs != nil && l.obs.ReleaseStart != nil {
+		ctx = l.obs.ReleaseStart(ctx, l.name)
 	}
 	l.f.ext.unschedule(h, true)
 	r := l.releaseNodes(ctx, h, &l.fan)

@@ -29,7 +29,8 @@ type Observer struct {
 	// AcquireDone is called once when an acquisition ends, with the
 	// context AcquireStart returned.
 	AcquireDone func(ctx context.Context, e AcquireEvent)
-	// ReleaseStart is called when Release begins; see AcquireStart.
+	// ReleaseStart is called when a Release of a live holding begins (not
+	// for one that returns an error at once); see AcquireStart.
 	ReleaseStart func(ctx context.Context, lock string) context.Context
 	// Released is called when a holding ends by Release or Factory.Close.
 	// ctx is what ReleaseStart returned, or a background context for
