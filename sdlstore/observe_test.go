@@ -60,6 +60,14 @@ func TestObserver(t *testing.T) {
 		}
 	}
 
+	// A walk over the keys is observed one SCAN at a time.
+	if keys, err := s.FindKeys(c, "obs", "*"); err != nil || len(keys) != 1 {
+		t.Fatalf("FindKeys = %v, %v", keys, err)
+	}
+	if ops, _ := rec.take(); len(ops) != 1 || ops[0].Op != "find keys" || ops[0].Namespace != "obs" || ops[0].Err != nil {
+		t.Fatalf("operations %+v, want one find keys", ops)
+	}
+
 	// A wrong-type reply is rejected by the backend.
 	must(t, s.AddMember(c, "obs", "group", []byte("m")))
 	if _, err := s.Get(c, "obs", "group"); err != nil {
