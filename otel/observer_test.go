@@ -102,6 +102,9 @@ func TestScenario(t *testing.T) {
 			t.Fatalf("CheckTimes with node 2 down = %v, %v", held, err)
 		}
 	}
+	// From now on each command to node 2 is one refused connection: the
+	// release and the next acquisition send one each.
+	before := series(t, reader)
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +123,23 @@ func TestScenario(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	parent.End()
+	refused := "redlock.node.errors{error.type=refused,redlock.node=2}"
+	for deadline := time.Now().Add(5 * time.Second); series(t, reader)[refused] < before[refused]+2; { // (replies after the quorum's)
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 
 	got := series(t, reader)
+	if n := got[refused] - before[refused]; n != 2 {
+		t.Errorf("%s rose by %v after the kill was seen, want 2 (release and acquisition)", refused, n)
+	}
+	for k, v := range got {
+		if strings.HasPrefix(k, "redlock.node.errors{") && k != refused && v != before[k] {
+			t.Errorf("%s rose from %v to %v after the kill was seen, want only refusals", k, before[k], v)
+		}
+	}
 	want := map[string]float64{
 		"redlock.acquire.duration{redlock.lock=order,redlock.outcome=acquired}":  1,
 		"redlock.acquire.duration{redlock.lock=order,redlock.outcome=refused}":   1,
