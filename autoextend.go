@@ -24,6 +24,7 @@ const maxExtendBatch = 1000
 type extender struct {
 	nodes []*node
 	o     *owner
+	obs   *observer // the factory's, for node errors of the batches
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when a batch is done
@@ -195,7 +196,7 @@ func (e *extender) extend(batch []*extension) {
 		args = append(args, x.h.arg, x.l.ttlArg)
 	}
 	cmd := command{script: extendManyScript, args: args, judge: judgeList(len(batch))}
-	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, dying: e.o.dying}
+	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, dying: e.o.dying, obs: e.obs}
 	r := fan.run(context.Background(), &cmd, true)
 	for i, x := range batch {
 		e.apply(x, r, i)
@@ -223,6 +224,7 @@ func (e *extender) apply(x *extension, r round, i int) {
 		slices.Sort(yesAt[:yes])
 		validity := l.cfg.ttl - yesAt[l.cfg.quorum-1] - l.cfg.drift()
 		if validity > 0 && h.extendTo(r.start.Add(l.cfg.ttl-l.cfg.drift())) == nil {
+			l.obs.extended(l.name, true, nil)
 			e.reschedule(x, validity*3/4)
 			return
 		}
@@ -231,13 +233,13 @@ func (e *extender) apply(x *extension, r round, i int) {
 	if !h.live() {
 		return // released or lost meanwhile; take drops it
 	}
+	err := sub.failure("extend", len(e.nodes), l.cfg.quorum)
 	if sub.refusedByQuorum(len(e.nodes), l.cfg.quorum) {
-		l.lose(h, sub.failure("extend", len(e.nodes), l.cfg.quorum))
+		l.lose(h, LossExtendRefused, err)
+		l.obs.extended(l.name, true, err)
 		return
 	}
-	if l.cfg.logger != nil {
-		l.cfg.logger.Warn("redlock: extend failed, retrying", "lock", l.name, "err", sub.failure("extend", len(e.nodes), l.cfg.quorum))
-	}
+	l.obs.extended(l.name, true, err) // retried while the validity lasts
 	e.reschedule(x, max(h.remaining()/4, minExtendRetry))
 }
 

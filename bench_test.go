@@ -124,3 +124,41 @@ func BenchmarkExtend(b *testing.B) {
 	}
 	l.Release(ctx)
 }
+
+// noopObserver sets every hook to a function that does nothing: the cost
+// of building and delivering the events, without a consumer.
+var noopObserver = redlock.Observer{
+	AcquireStart: func(ctx context.Context, _ string) context.Context { return ctx },
+	AcquireDone:  func(context.Context, redlock.AcquireEvent) {},
+	ReleaseStart: func(ctx context.Context, _ string) context.Context { return ctx },
+	Released:     func(context.Context, redlock.ReleaseEvent) {},
+	Extended:     func(redlock.ExtendEvent) {},
+	Lost:         func(redlock.LossEvent) {},
+	NodeError:    func(redlock.NodeErrorEvent) {},
+	Waiting:      func(redlock.WaitingEvent) {},
+	NodeReply:    func(context.Context, redlock.NodeReplyEvent) {},
+}
+
+// BenchmarkAcquireReleaseObserved is BenchmarkAcquireRelease on 3 pipelined
+// nodes with no observer and with one whose hooks do nothing.
+func BenchmarkAcquireReleaseObserved(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts []redlock.Option
+	}{{"none", nil}, {"noop", []redlock.Option{redlock.WithObserver(noopObserver)}}} {
+		b.Run("observer="+c.name, func(b *testing.B) {
+			f := benchFactory(b, 3, c.opts...)
+			l := f.NewLock("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Acquire(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -87,6 +87,14 @@
 // client, so a lock taken through one excludes the same name taken through
 // another.
 //
+// # Observing
+//
+// WithObserver hands acquisitions (attempts, time waited, outcome),
+// releases, extensions, losses, node failures and blocked waiters to
+// optional hooks; WithLogger logs them with slog. Without either, no event
+// is built. The otel module (github.com/redlockplus/redlock/otel) turns
+// the hooks into OpenTelemetry metrics and spans.
+//
 // # What it does not promise
 //
 // Plain Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM

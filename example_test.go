@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/redlockplus/redlock"
@@ -127,4 +128,35 @@ func ExampleLock_CheckTimes() {
 	held, times, err := lock.CheckTimes(ctx)
 	fmt.Println(held, len(times), err)
 	// Output: true 3 <nil>
+}
+
+func ExampleWithObserver() {
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	obs := redlock.Observer{
+		AcquireDone: func(_ context.Context, e redlock.AcquireEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[e.Outcome.String()]++
+		},
+	}
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithObserver(obs), redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+
+	ctx := context.Background()
+	held := f.NewLock("reports:weekly")
+	if _, err := held.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer held.Release(ctx)
+	if _, err := f.NewLock("reports:weekly").TryAcquire(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		log.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println(outcomes)
+	// Output: map[acquired:1 refused:1]
 }

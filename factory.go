@@ -85,6 +85,7 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	}
 	f.set.list = f.nodes
 	f.ext = newExtender(f.nodes, o)
+	f.ext.obs = newObserver(&cfg, "")
 	return f
 }
 
@@ -249,8 +250,10 @@ func (l *Lock) closeHolding(h *holding) error {
 	fan := l.fan
 	fan.dying = nil
 	r := l.releaseNodes(context.Background(), h, &fan)
+	var err error
 	if !r.reached(l.cfg.quorum) {
-		return fmt.Errorf("lock %q: %w", l.name, r.failure("released", len(l.fan.nodes), l.cfg.quorum))
+		err = fmt.Errorf("lock %q: %w", l.name, r.failure("released", len(l.fan.nodes), l.cfg.quorum))
 	}
-	return nil
+	l.obs.released(context.Background(), h, true, err)
+	return err
 }

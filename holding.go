@@ -26,8 +26,9 @@ type holding struct {
 	cause      error         // nil while live
 	done       chan struct{} // made on demand: most holders never ask
 	onEnd      []func(cause error)
-	validUntil time.Time   // monotonic end of the current validity
-	expiry     *time.Timer // fires at validUntil unless extended
+	validUntil time.Time     // monotonic end of the current validity
+	begun      time.Duration // when it started, on monotonic(): for observers
+	expiry     *time.Timer   // fires at validUntil unless extended
 }
 
 // closedDone is what Done returns for a holding that never started.

@@ -31,6 +31,7 @@ type Lock struct {
 	initErr error // invalid name or options, returned by every call
 	f       *Factory
 	fan     fanout
+	obs     *observer // nil: not observed (observe.go)
 
 	// The name and TTL as command arguments, boxed once.
 	nameArg, ttlArg any
@@ -70,7 +71,8 @@ func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *L
 	if cfg.fencing {
 		l.fenceArg = name + FenceSuffix
 	}
-	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
+	l.obs = newObserver(&l.cfg, name)
+	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying, obs: l.obs}
 	return l
 }
 
@@ -162,9 +164,10 @@ func (l *Lock) begin(ctx context.Context) error {
 // errAcquireClosed ends an Acquire once the factory closes.
 var errAcquireClosed = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
 
-// acquire runs attempts until one succeeds, maxAttempts (0: unlimited) are
-// spent, ctx ends or the factory closes.
-func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, error) {
+// runAcquire runs attempts until one succeeds, maxAttempts (0: unlimited)
+// are spent, ctx ends or the factory closes; st counts them for the
+// observer.
+func (l *Lock) runAcquire(ctx context.Context, maxAttempts int, st *acquireStats) (time.Duration, error) {
 	if err := l.begin(ctx); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return 0, errAcquireClosed
@@ -190,6 +193,7 @@ func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, err
 		}
 		rw.beforeAttempt()
 		validity, h, r, err := l.attempt(ctx)
+		st.note(n, &r)
 		if err == nil {
 			if err := l.startHolding(h); err != nil {
 				return 0, err
@@ -333,6 +337,7 @@ func (l *Lock) validity(r round) time.Duration {
 // Acquire fails: Close never saw this holding, so it must not survive.
 func (l *Lock) startHolding(h *holding) error {
 	h.mu.Lock()
+	h.begun = monotonic()
 	h.expiry = time.AfterFunc(time.Until(h.validUntil), func() { l.expire(h) })
 	h.mu.Unlock()
 	if err := l.f.o.hold(h, l); err != nil {
@@ -352,19 +357,19 @@ func (l *Lock) startHolding(h *holding) error {
 // expire is the expiry timer's callback: the validity ran out unextended.
 func (l *Lock) expire(h *holding) {
 	if h.expired() {
-		l.lose(h, fmt.Errorf("%w: validity of lock %q ran out", ErrLockLost, l.name))
+		l.lose(h, LossExpired, fmt.Errorf("%w: validity of lock %q ran out", ErrLockLost, l.name))
 	}
 }
 
 // lose ends holding h as lost: Done closes, Err reports cause, autoextension
-// stops, and the nodes' cleaners delete the keys that still carry the
-// token.
-func (l *Lock) lose(h *holding, cause error) {
+// stops, the observer hears why, and the nodes' cleaners delete the keys
+// that still carry the token.
+func (l *Lock) lose(h *holding, why LossCause, cause error) {
 	if !l.endHolding(h, cause) {
 		return
 	}
-	if l.cfg.logger != nil {
-		l.cfg.logger.Warn("redlock: lock lost", "lock", l.name, "err", cause)
+	if l.obs != nil {
+		l.obs.lost(l.name, h, why, cause)
 	}
 	d := l.discardOf(h)
 	for _, n := range l.fan.nodes {
@@ -428,8 +433,9 @@ func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, er
 	if !r.reached(l.cfg.quorum) || validity <= 0 {
 		err := r.failure("extend", len(l.fan.nodes), l.cfg.quorum)
 		if errors.Is(err, ErrLockLost) {
-			l.lose(h, err)
+			l.lose(h, LossExtendRefused, err)
 		}
+		l.obs.extended(l.name, false, err)
 		return 0, err
 	}
 	if err := h.extendTo(r.start.Add(l.cfg.ttl - l.cfg.drift())); err != nil {
@@ -438,6 +444,7 @@ func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, er
 		}
 		return 0, err
 	}
+	l.obs.extended(l.name, false, nil)
 	return validity, nil
 }
 
@@ -472,12 +479,17 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 		return invalidOp("lock %q released twice", l.name)
 	}
+	if l.obs != nil && l.obs.ReleaseStart != nil {
+		ctx = l.obs.ReleaseStart(ctx, l.name)
+	}
 	l.f.ext.unschedule(h, true)
 	r := l.releaseNodes(ctx, h, &l.fan)
+	var err error
 	if !r.reached(l.cfg.quorum) {
-		return r.failure("released", len(l.fan.nodes), l.cfg.quorum)
+		err = r.failure("released", len(l.fan.nodes), l.cfg.quorum)
 	}
-	return nil
+	l.obs.released(ctx, h, false, err)
+	return err
 }
 
 // releaseNodes runs the release script on every node, deciding at quorum,
@@ -561,7 +573,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		return true, times, nil
 	}
 	if len(l.fan.nodes)-len(r.errs)-positive > len(l.fan.nodes)-l.cfg.quorum {
-		l.lose(h, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d", ErrLockLost, l.name, positive, len(l.fan.nodes), l.cfg.quorum))
+		l.lose(h, LossCheckRefused, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d", ErrLockLost, l.name, positive, len(l.fan.nodes), l.cfg.quorum))
 		return false, times, h.Err()
 	}
 	return false, times, r.failure("held", len(l.fan.nodes), l.cfg.quorum)

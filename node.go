@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -20,6 +21,11 @@ type node struct {
 	tr      transport
 	cleaner *cleaner
 	set     *nodeSet
+
+	// scripts has the bit of every script known to have run on the node
+	// (pool transport), so that only a script lost later counts as
+	// missing.
+	scripts atomic.Uint64
 
 	idMu sync.Mutex
 	id   string // the server's run_id, once known

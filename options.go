@@ -46,10 +46,11 @@ type config struct {
 	autoextend        *bool // nil: the lock kind's default
 	autoextendTimeout time.Duration
 	logger            *slog.Logger
-	fencing           bool     // fence.go
-	pipelining        bool     // factory-level
-	wakeups           bool     // factory-level
-	factoryOnly       []string // factory-level options given, by name
+	fencing           bool      // fence.go
+	observer          *Observer // nil: none (observe.go)
+	pipelining        bool      // factory-level
+	wakeups           bool      // factory-level
+	factoryOnly       []string  // factory-level options given, by name
 }
 
 func defaultConfig() config {
@@ -110,9 +111,11 @@ func WithAutoextendTimeout(d time.Duration) Option {
 	return func(c *config) { c.autoextendTimeout = d }
 }
 
-// WithLogger sets where background work reports: failed extensions, the
-// loss of a lock, and deletes the cleanup queue had to drop. Default: no
-// logging.
+// WithLogger sets where the locks report, with the attributes lock, node,
+// attempts, waited and err: at Warn the loss of a lock, failed extensions,
+// incomplete releases and deletes the cleanup queue had to drop; at Info
+// an Acquire that gave up; at Debug every acquisition and node error.
+// Default: no logging.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithPipelining sets whether a Factory's locks send their commands to each

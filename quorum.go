@@ -17,6 +17,9 @@ type reply struct {
 	raw   any   // the reply itself, for commands that need more than value
 	value int64 // the integer reply of the node script (the PTTL for a check)
 	ok    bool  // the node did what was asked: set, extended, released, holds the key
+	// reloaded: the node had lost the script, which was sent again with
+	// EVAL; observers count it as a node fault.
+	reloaded bool
 }
 
 // maxNodes bounds the node count, so that a round can keep its bookkeeping
@@ -38,6 +41,7 @@ type round struct {
 	errs    []error   // nodes that failed or did not answer in time
 	late    uint64    // the nodes given up on: their slots must not be read
 	all     []*node   // the round's nodes
+	cmd     *command
 	// arrived holds, per node, when its reply was counted, from start; only
 	// rounds that wait for every node keep it.
 	arrived []time.Duration
@@ -50,6 +54,7 @@ type fanout struct {
 	quorum      int
 	nodeTimeout time.Duration
 	dying       <-chan struct{} // the owner's Close: a round stops waiting
+	obs         *observer       // nil: nobody listens (observe.go)
 }
 
 // timers recycles the node-timeout timers of rounds. Since Go 1.23 a
@@ -72,7 +77,7 @@ func (f *fanout) run(ctx context.Context, cmd *command, waitAll bool) round {
 // count, so no sender ever blocks on a caller that has gone.
 func (f *fanout) send(ctx context.Context, cmd *command) round {
 	buf := getRoundBuf(len(f.nodes))
-	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, results: buf.results, buf: buf}
+	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, cmd: cmd, results: buf.results, buf: buf}
 	if cmd.detached && ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -81,7 +86,7 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 	}
 	for _, n := range f.nodes {
 		c := calls.Get().(*call)
-		c.cmd, c.n, c.slot, c.idx, c.out, c.fin, c.buf = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin, buf
+		c.cmd, c.n, c.slot, c.idx, c.out, c.fin, c.buf, c.obs = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin, buf, f.obs
 		n.tr.start(ctx, c)
 	}
 	return r
@@ -104,18 +109,24 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 		select {
 		case i := <-r.results:
 			r.count(int(i))
+			if f.obs != nil {
+				f.obs.reply(ctx, r, int(i))
+			}
 		case <-t.C:
-			r.silent(context.DeadlineExceeded)
+			f.silent(ctx, r, context.DeadlineExceeded)
 		case <-ctx.Done():
-			r.silent(ctx.Err())
+			f.silent(ctx, r, ctx.Err())
 		case <-f.dying:
-			r.silent(ErrClosed)
+			f.silent(ctx, r, ErrClosed)
 		}
 		if !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
 			break
 		}
 	}
 	r.decided = time.Now()
+	if f.obs != nil {
+		f.obs.undecided(ctx, r)
+	}
 }
 
 // free hands the round's buffer back once the caller no longer reads its
@@ -192,6 +203,16 @@ func (r *round) count(i int) {
 		r.oks++
 	default:
 		r.noes++
+	}
+}
+
+// silent gives up on the nodes that have not answered, telling the
+// observer.
+func (f *fanout) silent(ctx context.Context, r *round, err error) {
+	before := r.late
+	r.silent(err)
+	if f.obs != nil {
+		f.obs.silent(ctx, r, r.late&^before, err)
 	}
 }
 

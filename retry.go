@@ -22,6 +22,16 @@ type retryWaiter struct {
 	in    *interest // the interest wt is queued in
 	stop  func()
 	heard bool // the last wait ended with a release notification
+	// blocked: the observer was told that this Acquire waits for a holder
+	blocked bool
+}
+
+// block tells the observer, once, that the Acquire waits for a holder.
+func (rw *retryWaiter) block() {
+	if !rw.blocked && rw.l.obs != nil {
+		rw.blocked = true
+		rw.l.obs.waiting(1)
+	}
 }
 
 func (l *Lock) newRetryWaiter() *retryWaiter {
@@ -35,6 +45,7 @@ func (rw *retryWaiter) joinQueue(ctx context.Context) error {
 	if rw.w == nil || !rw.w.queued(rw.l.name) {
 		return nil
 	}
+	rw.block()
 	rw.wt, rw.in, rw.stop = rw.w.watch(rw.l.name)
 	select {
 	case <-rw.in.ready:
@@ -58,6 +69,7 @@ func (rw *retryWaiter) beforeAttempt() {
 
 // pause waits before the next attempt; it fails only when ctx ends.
 func (rw *retryWaiter) pause(ctx context.Context, r round) error {
+	rw.block()
 	jitter := rand.N(rw.l.cfg.retryDelay + 1)
 	switch {
 	case rw.w == nil:
@@ -127,6 +139,9 @@ func (rw *retryWaiter) wait(ctx context.Context, d time.Duration) error {
 func (rw *retryWaiter) close() {
 	if rw.stop != nil {
 		rw.stop()
+	}
+	if rw.blocked {
+		rw.l.obs.waiting(-1)
 	}
 }
 

@@ -20,15 +20,15 @@ var luaFiles embed.FS
 // released lock: the prefix followed by the lock name.
 const releaseChannelPrefix = "redlock:released:"
 
-// script is one Lua script: its source, SHA1 and the hash boxed once as a
-// command argument, and the redigo script that handles NOSCRIPT on pool
-// connections.
+// script is one Lua script: its source, and its SHA1 boxed once as a
+// command argument.
 type script struct {
 	name    string
 	src     string
 	hashArg any
 	rs      *redis.Script
 	pub     *Script // as handed to a Node
+	bit     uint64  // 1 << the script's place in allScripts
 }
 
 var (
@@ -44,6 +44,12 @@ var (
 
 // allScripts lists every script, to load on a new connection.
 var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, acquireFencedScript, fenceCommitScript}
+
+func init() {
+	for i, s := range allScripts {
+		s.bit = 1 << i
+	}
+}
 
 // loadScript reads lua/name.lua.
 func loadScript(name string) *script {

@@ -64,6 +64,7 @@ type call struct {
 	out  chan<- uint8 // buffered for every call of the round: never blocks
 	fin  *finish      // pool rounds: counts the calls still running
 	buf  *roundBuf    // the round's buffer, held until delivered
+	obs  *observer    // told of the node's failure; nil: nobody listens
 }
 
 // calls recycles the calls of pipelined rounds, one per node and command.
@@ -100,7 +101,9 @@ func (c *call) Reply(v any, err error) {
 		c.n.tr.(*pipeTransport).conn.Enqueue(c)
 		return
 	}
-	c.deliver(c.n.judge(c.cmd, v, err))
+	rep := c.n.judge(c.cmd, v, err)
+	rep.reloaded = c.name == "EVAL"
+	c.deliver(rep)
 	if c.fin == nil {
 		*c = call{}
 		calls.Put(c)
@@ -112,6 +115,9 @@ func (c *call) Reply(v any, err error) {
 func (c *call) deliver(rep reply) {
 	if rep.err != nil && c.cmd.redo > 0 {
 		c.n.cleaner.add(c.cmd.redone(), true)
+	}
+	if c.obs != nil {
+		c.obs.delivered(c.n, &rep)
 	}
 	*c.slot = rep
 	c.out <- c.idx
@@ -173,12 +179,26 @@ func (t *poolTransport) run(ctx context.Context, c *call) {
 	}
 	defer conn.Close()
 	var v any
+	reloaded := false
 	if s := c.cmd.script; s != nil {
-		v, err = s.rs.DoContext(ctx, conn, c.cmd.args[1:]...)
+		// As redigo's Script.DoContext, but telling the observer when the
+		// node had lost the script.
+		v, err = redis.DoContext(conn, ctx, "EVALSHA", c.cmd.args...)
+		if isNoScript(err) {
+			// A node's first use of a script is expected to miss it (pools
+			// load nothing up front); later, it lost them.
+			reloaded = c.n.scripts.Load()&s.bit != 0
+			v, err = redis.DoContext(conn, ctx, "EVAL", append([]any{s.src}, c.cmd.args[1:]...)...)
+		}
+		if err == nil && c.n.scripts.Load()&s.bit == 0 {
+			c.n.scripts.Or(s.bit)
+		}
 	} else {
 		v, err = redis.DoContext(conn, ctx, c.cmd.name, c.cmd.args...)
 	}
-	c.deliver(c.n.judge(c.cmd, v, err))
+	rep := c.n.judge(c.cmd, v, err)
+	rep.reloaded = reloaded
+	c.deliver(rep)
 }
 
 func (t *poolTransport) fifo() bool { return false }

@@ -62,6 +62,7 @@ type config struct {
 	rounds    int
 	redisBin  string
 	args      []string
+	observed  bool // -observed
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -72,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	only := fs.String("workloads", "", "comma-separated workloads to run, such as W1,W3 (default: all of W1..W6)")
 	rounds := fs.Int("rounds", 0, "interleaved rounds per workload, to even out a noisy machine (default 5, 1 with -quick)")
 	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
+	observed := fs.Bool("observed", false, "also measure redlock with a no-op observer (redlock-noop) and the otel module's (redlock-otel)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -91,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case r == 0:
 		r = 5
 	}
-	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args}, nil
+	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args, observed: *observed}, nil
 }
 
 // defaultOut is bench/ when run from the repository root (with a go.work),
@@ -157,7 +159,7 @@ func targets() []target {
 	ts = append(ts,
 		target{
 			name: "redlock-fenced",
-			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 				return benchkit.Ours("redlock-fenced", lockPools(ps), redlock.WithFencing(true))
 			},
 			// Fencing adds one round trip to an acquisition: its cost shows
@@ -246,6 +248,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer stopNodes(nodes)
 	e := env{rounds: cfg.rounds, targets: targets()}
+	if cfg.observed {
+		e.targets = append(e.targets[:1:1], append(observedTargets(), e.targets[1:]...)...)
+	}
 	for _, n := range nodes {
 		e.addrs = append(e.addrs, n.addr)
 	}

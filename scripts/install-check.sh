@@ -41,7 +41,7 @@ cat >"$work/gitconfig" <<CONF
 CONF
 GIT_CONFIG_GLOBAL="$work/gitconfig" GOWORK=off GOFLAGS=-modcacherw \
   GOMODCACHE="$work/publish" GOPROXY=direct GOPRIVATE="$mod" \
-  go mod download "$mod@$version" "$mod/cmd/redlock@$version"
+  go mod download "$mod@$version" "$mod/otel@$version" "$mod/cmd/redlock@$version"
 
 # The user: an empty GOPATH, no module, no workspace; our modules come from
 # the release, every other module from the proxy (the local cache first).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a release: every module of the repository is released together,
 # with one version. `scripts/release.sh v0.4.0` makes each sub-module
-# require the root module (and the modules redlocktest, goredis and rueidis,
-# where failover and bench do) at v0.4.0, moves the go.work replace lines to
+# require the root module (and the modules redlocktest, goredis, rueidis and
+# otel, where other modules do) at v0.4.0, moves the go.work replace lines to
 # that version, checks that the tree builds, and prints the tags to create
 # on the commit that holds these changes.
 set -euo pipefail
@@ -14,7 +14,7 @@ mod=github.com/redlockplus/redlock
 tags=("$new")
 for gomod in $(find . -mindepth 2 -name go.mod | sort); do
   dir="$(dirname "${gomod#./}")"
-  for dep in "$mod" "$mod/redlocktest" "$mod/goredis" "$mod/rueidis"; do
+  for dep in "$mod" "$mod/redlocktest" "$mod/goredis" "$mod/rueidis" "$mod/otel"; do
     old="$(awk -v m="$dep" '$1 == m { print $2 } $1 == "require" && $2 == m { print $3 }' "$gomod")"
     [ -n "$old" ] || continue
     (cd "$dir" && go mod edit -require="$dep@$new")

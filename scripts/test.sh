@@ -2,7 +2,7 @@
 # The test command. Installs what the tests need when it is missing
 # (redis-server, redis-tools and redis-sentinel with apt, as root or through
 # sudo; staticcheck with go install), then, for every module of go.work
-# (root, redlocktest, failover, cmd/redlock, bench): gofmt, go vet,
+# (root, redlocktest, failover, otel, cmd/redlock, bench, sdltest): gofmt, go vet,
 # staticcheck and its tests under the race detector, each package's
 # TestMain checking for leaked goroutines. Before the tests it checks that
 # the root module gained no dependency (scripts/deps-check.sh), that every

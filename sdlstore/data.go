@@ -3,6 +3,7 @@ package sdlstore
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -54,7 +55,7 @@ func (s *Store) Set(ctx context.Context, ns string, data map[string][]byte) erro
 	if err != nil {
 		return err
 	}
-	_, err = s.do(ctx, s.inst(ns), "set", "MSET", args...)
+	_, err = s.do(ctx, s.inst(ns), ns, "set", "MSET", args...)
 	return err
 }
 
@@ -90,7 +91,7 @@ func (s *Store) mget(ctx context.Context, in *instance, ns string, keys []string
 	out := make(map[string][]byte, len(keys))
 	for start := 0; start < len(keys); start += removeBatch {
 		part := keys[start:min(start+removeBatch, len(keys))]
-		vals, err := redis.Values(s.do(ctx, in, "get", "MGET", nsKeys(ns, part)...))
+		vals, err := redis.Values(s.do(ctx, in, ns, "get", "MGET", nsKeys(ns, part)...))
 		if err != nil {
 			return nil, replyErr("get", err)
 		}
@@ -164,7 +165,7 @@ func (s *Store) FindAndGet(ctx context.Context, ns, pattern string) (map[string]
 // each page of keys, without the namespace prefix.
 func (s *Store) scan(ctx context.Context, in *instance, op, ns, pattern string, fn func(keys []string) error) error {
 	prefix := nsPrefix(ns)
-	return s.scanMatch(ctx, in, op, globEscape(prefix)+pattern, func(raw []string) error {
+	return s.scanMatch(ctx, in, ns, op, globEscape(prefix)+pattern, func(raw []string) error {
 		keys := raw[:0]
 		for _, k := range raw {
 			if len(k) > len(prefix) && k[:len(prefix)] == prefix { // defensive: the match is anchored
@@ -179,18 +180,23 @@ func (s *Store) scan(ctx context.Context, in *instance, op, ns, pattern string, 
 }
 
 // scanMatch walks the keys of an instance matching a glob pattern with
-// SCAN and calls fn with each non-empty page of Redis keys.
-func (s *Store) scanMatch(ctx context.Context, in *instance, op, match string, fn func(raw []string) error) error {
+// SCAN and calls fn with each non-empty page of Redis keys; ns is for the
+// observer, which hears of each SCAN.
+func (s *Store) scanMatch(ctx context.Context, in *instance, ns, op, match string, fn func(raw []string) error) error {
 	c, err := in.pool.GetContext(ctx)
 	if err != nil {
-		return s.fault(in, op, err)
+		err = s.fault(in, op, err)
+		if s.cfg.observer != nil {
+			s.observe(ctx, in, ns, op, time.Now(), &err)
+		}
+		return err
 	}
 	defer c.Close()
 	cursor := "0"
 	for {
-		vals, err := redis.Values(redis.DoContext(c, ctx, "SCAN", cursor, "MATCH", match, "COUNT", scanCount))
+		vals, err := s.scanPage(ctx, c, in, ns, op, cursor, match)
 		if err != nil {
-			return s.fault(in, op, err)
+			return err
 		}
 		if len(vals) != 2 {
 			return backendErr(op, errUnexpectedReply)
@@ -213,6 +219,15 @@ func (s *Store) scanMatch(ctx context.Context, in *instance, op, match string, f
 		}
 		cursor = next
 	}
+}
+
+// scanPage sends one SCAN on c.
+func (s *Store) scanPage(ctx context.Context, c redis.Conn, in *instance, ns, op, cursor, match string) (vals []any, err error) {
+	if s.cfg.observer != nil {
+		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
+	vals, err = redis.Values(redis.DoContext(c, ctx, "SCAN", cursor, "MATCH", match, "COUNT", scanCount))
+	return vals, s.fault(in, op, err)
 }
 
 // Remove deletes keys of namespace ns; missing keys are ignored.

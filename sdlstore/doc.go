@@ -74,6 +74,13 @@
 // New takes pools; NewFromEnv reads the DBAAS_* variables of the RIC
 // platform, standalone or with Redis Sentinel.
 //
+// # Observing
+//
+// WithObserver reports every command a Store sends (operation, namespace,
+// instance, duration, error kind) and each subscriber connection going down
+// and up again; the otel module (github.com/redlockplus/redlock/otel)
+// turns them into OpenTelemetry metrics.
+//
 // # Testing
 //
 // The sdltest module (github.com/redlockplus/redlock/sdlstore/sdltest)

@@ -3,6 +3,7 @@ package sdlstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redlockplus/redlock"
@@ -174,4 +175,37 @@ func ExampleWithEventQueue() {
 	// dropped: 1
 	// handled: [one]
 	// handled: [two]
+}
+
+func ExampleWithObserver() {
+	var mu sync.Mutex
+	ops := map[string]int{}
+	obs := sdlstore.Observer{
+		Operation: func(_ context.Context, e sdlstore.OperationEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			ops[e.Op+" "+string(e.Kind)]++
+		},
+	}
+	pool, err := redlock.NewPool(exampleURL)
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	s, err := sdlstore.New([]redlock.Pool{pool}, sdlstore.WithObserver(obs))
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Set(ctx, "example-observed", map[string][]byte{"k": []byte("v")}); err != nil {
+		panic(err)
+	}
+	if _, err := s.Get(ctx, "example-observed", "k"); err != nil {
+		panic(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println(ops)
+	// Output: map[get :1 set :1]
 }

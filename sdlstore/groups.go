@@ -49,7 +49,7 @@ func (s *Store) AddMember(ctx context.Context, ns, group string, members ...[]by
 	if err != nil {
 		return err
 	}
-	_, err = s.do(ctx, s.inst(ns), "add member", "SADD", args...)
+	_, err = s.do(ctx, s.inst(ns), ns, "add member", "SADD", args...)
 	return err
 }
 
@@ -63,7 +63,7 @@ func (s *Store) RemoveMember(ctx context.Context, ns, group string, members ...[
 	if err != nil {
 		return err
 	}
-	_, err = s.do(ctx, s.inst(ns), "remove member", "SREM", args...)
+	_, err = s.do(ctx, s.inst(ns), ns, "remove member", "SREM", args...)
 	return err
 }
 
@@ -72,7 +72,7 @@ func (s *Store) RemoveGroup(ctx context.Context, ns, group string) error {
 	if err := s.checkGroup(ns, group); err != nil {
 		return err
 	}
-	_, err := s.do(ctx, s.inst(ns), "remove group", "DEL", nsKey(ns, group))
+	_, err := s.do(ctx, s.inst(ns), ns, "remove group", "DEL", nsKey(ns, group))
 	return err
 }
 
@@ -82,7 +82,7 @@ func (s *Store) GetMembers(ctx context.Context, ns, group string) ([][]byte, err
 	if err := s.checkGroup(ns, group); err != nil {
 		return nil, err
 	}
-	ms, err := redis.ByteSlices(s.do(ctx, s.inst(ns), "get members", "SMEMBERS", nsKey(ns, group)))
+	ms, err := redis.ByteSlices(s.do(ctx, s.inst(ns), ns, "get members", "SMEMBERS", nsKey(ns, group)))
 	if err != nil {
 		return nil, replyErr("get members", err)
 	}
@@ -101,7 +101,7 @@ func (s *Store) IsMember(ctx context.Context, ns, group string, member []byte) (
 	if err := checkValue("member", member); err != nil {
 		return false, err
 	}
-	ok, err := redis.Bool(s.do(ctx, s.inst(ns), "is member", "SISMEMBER", nsKey(ns, group), member))
+	ok, err := redis.Bool(s.do(ctx, s.inst(ns), ns, "is member", "SISMEMBER", nsKey(ns, group), member))
 	return ok, replyErr("is member", err)
 }
 
@@ -110,6 +110,6 @@ func (s *Store) GroupSize(ctx context.Context, ns, group string) (int64, error) 
 	if err := s.checkGroup(ns, group); err != nil {
 		return 0, err
 	}
-	n, err := redis.Int64(s.do(ctx, s.inst(ns), "group size", "SCARD", nsKey(ns, group)))
+	n, err := redis.Int64(s.do(ctx, s.inst(ns), ns, "group size", "SCARD", nsKey(ns, group)))
 	return n, replyErr("group size", err)
 }

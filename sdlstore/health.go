@@ -172,7 +172,7 @@ func (s *Store) moduleCommands(ctx context.Context, in *instance) []string {
 	for _, c := range ModuleCommands {
 		args = append(args, c)
 	}
-	vals, err := redis.Values(s.do(ctx, in, "health", "COMMAND", args...))
+	vals, err := redis.Values(s.do(ctx, in, "", "health", "COMMAND", args...))
 	out := []string{}
 	if err != nil {
 		return out

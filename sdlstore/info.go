@@ -60,7 +60,7 @@ func (in *instance) addr() string {
 func (s *Store) info(ctx context.Context, in *instance, op string, section ...any) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	raw, err := redis.String(s.do(ctx, in, op, "INFO", section...))
+	raw, err := redis.String(s.do(ctx, in, "", op, "INFO", section...))
 	if err != nil {
 		return nil, replyErr(op, err)
 	}

@@ -82,6 +82,7 @@ import (
 type Lock struct {
 	s          *Store
 	in         *instance // the namespace's home instance
+	ns         string
 	key        string
 	expiration time.Duration
 
@@ -108,7 +109,7 @@ func (s *Store) LockResource(ns, resource string, expiration time.Duration) (*Lo
 	if expiration < time.Millisecond {
 		return nil, invalidArg("lock expiration %v is below 1ms", expiration)
 	}
-	return &Lock{s: s, in: s.inst(ns), key: nsKey(ns, resource), expiration: expiration.Truncate(time.Millisecond)}, nil
+	return &Lock{s: s, in: s.inst(ns), ns: ns, key: nsKey(ns, resource), expiration: expiration.Truncate(time.Millisecond)}, nil
 }
 
 // Key returns the Redis key of the lock, "{ns},resource".
@@ -162,7 +163,7 @@ func (l *Lock) try(ctx context.Context) (bool, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, l.expiration)
 	defer cancel()
-	v, err := l.s.do(actx, l.in, "lock acquire", "SET", l.key, token, "NX", "PX", l.expiration.Milliseconds())
+	v, err := l.s.do(actx, l.in, l.ns, "lock acquire", "SET", l.key, token, "NX", "PX", l.expiration.Milliseconds())
 	if err != nil {
 		if lostReply(err) {
 			l.discard(ctx, token)
@@ -188,7 +189,7 @@ func lostReply(err error) bool {
 func (l *Lock) discard(ctx context.Context, token string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockCleanupTimeout)
 	defer cancel()
-	_, _ = l.s.eval(cctx, l.in, "lock cleanup", lockReleaseScript, l.key, token)
+	_, _ = l.s.eval(cctx, l.in, l.ns, "lock cleanup", lockReleaseScript, l.key, token)
 }
 
 // Release frees the lock. It is an ErrLockNotHeld when the lock is not held
@@ -205,7 +206,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	token := l.token
 	l.token = ""
-	n, err := redis.Int64(l.s.eval(ctx, l.in, "lock release", lockReleaseScript, l.key, token))
+	n, err := redis.Int64(l.s.eval(ctx, l.in, l.ns, "lock release", lockReleaseScript, l.key, token))
 	if err != nil {
 		return replyErr("lock release", err)
 	}
@@ -226,7 +227,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 	if l.token == "" {
 		return notHeld(l.key)
 	}
-	n, err := redis.Int64(l.s.eval(ctx, l.in, "lock refresh", lockRefreshScript,
+	n, err := redis.Int64(l.s.eval(ctx, l.in, l.ns, "lock refresh", lockRefreshScript,
 		l.key, l.token, strconv.FormatInt(l.expiration.Milliseconds(), 10)))
 	if err != nil {
 		return replyErr("lock refresh", err)
@@ -250,7 +251,7 @@ func (l *Lock) ValidityTime(ctx context.Context) (time.Duration, error) {
 	if l.token == "" {
 		return 0, notHeld(l.key)
 	}
-	ms, err := redis.Int64(l.s.eval(ctx, l.in, "lock validity", lockValidityScript, l.key, l.token))
+	ms, err := redis.Int64(l.s.eval(ctx, l.in, l.ns, "lock validity", lockValidityScript, l.key, l.token))
 	if err != nil {
 		return 0, replyErr("lock validity", err)
 	}

@@ -33,7 +33,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]NamespaceInfo, error) {
 	var out []NamespaceInfo
 	for _, in := range s.insts {
 		counts := map[string]int64{}
-		err := s.scanMatch(ctx, in, "namespaces", "{*},*", func(raw []string) error {
+		err := s.scanMatch(ctx, in, "", "namespaces", "{*},*", func(raw []string) error {
 			for _, k := range raw {
 				if ns, ok := namespaceOf(k); ok {
 					counts[ns]++

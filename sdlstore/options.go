@@ -37,6 +37,7 @@ type config struct {
 	polling        bool
 	eventQueue     int
 	logger         *slog.Logger
+	observer       *Observer // nil: none (observe.go)
 	healthInterval time.Duration
 	reconnectDelay time.Duration
 	lookupEnv      func(string) (string, bool)

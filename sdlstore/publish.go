@@ -31,7 +31,7 @@ func (s *Store) SetAndPublish(ctx context.Context, ns string, ev ChannelEvents, 
 	}
 	in := s.inst(ns)
 	if len(pub) == 0 {
-		_, err = s.do(ctx, in, "set", "MSET", kv...)
+		_, err = s.do(ctx, in, ns, "set", "MSET", kv...)
 		return err
 	}
 	n := len(kv) / 2
@@ -44,7 +44,7 @@ func (s *Store) SetAndPublish(ctx context.Context, ns string, ev ChannelEvents, 
 		args = append(args, kv[2*i+1])
 	}
 	args = append(args, pub...)
-	_, err = s.eval(ctx, in, "set and publish", msetPubScript, args...)
+	_, err = s.eval(ctx, in, ns, "set and publish", msetPubScript, args...)
 	return err
 }
 
@@ -83,7 +83,7 @@ func (s *Store) SetIfNotExistsAndPublish(ctx context.Context, ns string, ev Chan
 		return false, err
 	}
 	if len(pub) == 0 {
-		ok, err := redis.Bool(s.do(ctx, s.inst(ns), "set if not exists", "SETNX", nsKey(ns, key), data))
+		ok, err := redis.Bool(s.do(ctx, s.inst(ns), ns, "set if not exists", "SETNX", nsKey(ns, key), data))
 		return ok, replyErr("set if not exists", err)
 	}
 	args := append([]any{nsKey(ns, key), data}, pub...)
@@ -119,7 +119,7 @@ func (s *Store) removeKeys(ctx context.Context, in *instance, ns string, keys []
 		part := keys[start:min(start+removeBatch, len(keys))]
 		last := start+removeBatch >= len(keys)
 		if !last || len(pub) == 0 {
-			n, err := redis.Int64(s.do(ctx, in, op, "DEL", nsKeys(ns, part)...))
+			n, err := redis.Int64(s.do(ctx, in, ns, op, "DEL", nsKeys(ns, part)...))
 			if err != nil {
 				return removed, replyErr(op, err)
 			}
@@ -131,7 +131,7 @@ func (s *Store) removeKeys(ctx context.Context, in *instance, ns string, keys []
 		args = append(args, nsKeys(ns, part)...)
 		args = append(args, removed)
 		args = append(args, pub...)
-		n, err := redis.Int64(s.eval(ctx, in, op+" and publish", delPubScript, args...))
+		n, err := redis.Int64(s.eval(ctx, in, ns, op+" and publish", delPubScript, args...))
 		if err != nil {
 			return removed, replyErr(op+" and publish", err)
 		}
@@ -204,7 +204,7 @@ func (s *Store) checkKeyOp(ns, key string) error {
 
 // evalBool runs a single-key script that answers 1 or 0.
 func (s *Store) evalBool(ctx context.Context, ns, op string, sc *redis.Script, args []any) (bool, error) {
-	n, err := redis.Int64(s.eval(ctx, s.inst(ns), op, sc, args...))
+	n, err := redis.Int64(s.eval(ctx, s.inst(ns), ns, op, sc, args...))
 	if err != nil {
 		return false, replyErr(op, err)
 	}

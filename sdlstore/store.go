@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlockplus/redlock"
@@ -188,7 +189,7 @@ func (s *Store) IsActive(ctx context.Context) bool {
 		return false
 	}
 	for _, in := range s.insts {
-		if _, err := s.do(ctx, in, "is active", "PING"); err != nil {
+		if _, err := s.do(ctx, in, "", "is active", "PING"); err != nil {
 			return false
 		}
 	}
@@ -197,24 +198,31 @@ func (s *Store) IsActive(ctx context.Context) bool {
 
 // do runs one command on an instance, with ctx bounding the pool wait and
 // the reply, and maps its error.
-func (s *Store) do(ctx context.Context, in *instance, op, cmd string, args ...any) (any, error) {
+// ns is the namespace for the observer ("" when the call has none).
+func (s *Store) do(ctx context.Context, in *instance, ns, op, cmd string, args ...any) (v any, err error) {
+	if s.cfg.observer != nil {
+		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
 	c, err := in.pool.GetContext(ctx)
 	if err != nil {
 		return nil, s.fault(in, op, err)
 	}
 	defer c.Close()
-	v, err := redis.DoContext(c, ctx, cmd, args...)
+	v, err = redis.DoContext(c, ctx, cmd, args...)
 	return v, s.fault(in, op, err)
 }
 
 // eval runs a script on an instance (EVALSHA, EVAL on NOSCRIPT).
-func (s *Store) eval(ctx context.Context, in *instance, op string, sc *redis.Script, keysAndArgs ...any) (any, error) {
+func (s *Store) eval(ctx context.Context, in *instance, ns, op string, sc *redis.Script, keysAndArgs ...any) (v any, err error) {
+	if s.cfg.observer != nil {
+		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
 	c, err := in.pool.GetContext(ctx)
 	if err != nil {
 		return nil, s.fault(in, op, err)
 	}
 	defer c.Close()
-	v, err := sc.DoContext(ctx, c, keysAndArgs...)
+	v, err = sc.DoContext(ctx, c, keysAndArgs...)
 	return v, s.fault(in, op, err)
 }
 

@@ -143,10 +143,14 @@ func (s *Store) subscriber(in *instance) (*subscriber, error) {
 	}
 	sb := &subscriber{regs: make(map[string]*registration)}
 	cfg := pubsub.Config{
-		Dial:           s.subscriberDial(in),
-		Spawn:          s.spawn,
-		OnMessage:      func(ch string, data []byte) { s.received(sb, ch, data) },
-		OnDisconnect:   func(err error) { s.rediscover(in, err) },
+		Dial:      s.subscriberDial(in),
+		Spawn:     s.spawn,
+		OnMessage: func(ch string, data []byte) { s.received(sb, ch, data) },
+		OnConnect: func(reconnect bool) { s.observeSubscriber(in, true, reconnect, nil) },
+		OnDisconnect: func(err error) {
+			s.rediscover(in, err)
+			s.observeSubscriber(in, false, false, err)
+		},
 		HealthInterval: s.cfg.healthInterval,
 		DialTimeout:    2 * s.cfg.healthInterval,
 		MinBackoff:     s.cfg.reconnectDelay,

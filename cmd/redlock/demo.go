@@ -80,6 +80,7 @@ type demo struct {
 	cut     []*atomic.Bool
 	workers []*demoWorker
 	watcher *demoWorker
+	metrics *metrics // --metrics-addr; nil without
 
 	counter atomic.Int64 // the shared resource: read, worked on, written back
 
@@ -90,6 +91,7 @@ type demo struct {
 
 func newDemoCmd() *cobra.Command {
 	var workers int
+	var metricsAddr string
 	var nf *nodeFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -123,6 +125,12 @@ a real server: it cuts one node off from its own connections instead.`,
 			} else {
 				d.name = "redlock-demo:" + randomHex(4)
 			}
+			m, err := startMetrics(metricsAddr)
+			if err != nil {
+				return err
+			}
+			defer m.close()
+			d.metrics = m
 			ctx, cancel := context.WithTimeout(cmd.Context(), demoDeadline)
 			defer cancel()
 			return d.run(ctx, urls, workers)
@@ -130,6 +138,7 @@ a real server: it cuts one node off from its own connections instead.`,
 	}
 	nf = addNodeFlags(cmd)
 	cmd.Flags().IntVar(&workers, "workers", 4, "number of workers (2-8)")
+	addMetricsFlag(cmd, &metricsAddr)
 	return cmd
 }
 
@@ -153,7 +162,7 @@ func (d *demo) newWorker(id int) (*demoWorker, error) {
 		w.pools = append(w.pools, cp)
 		pools[i] = cp
 	}
-	opts := []redlock.Option{redlock.WithTTL(demoTTL), redlock.WithRetryDelay(demoRetryDelay)}
+	opts := append([]redlock.Option{redlock.WithTTL(demoTTL), redlock.WithRetryDelay(demoRetryDelay)}, d.metrics.options()...)
 	if d.emb == nil {
 		// A configured node is cut off, not killed: every command must
 		// borrow a connection from the cuttable pool, so no pipelined
@@ -243,6 +252,9 @@ func (d *demo) run(ctx context.Context, urls []string, nWorkers int) error {
 		d.s.bold("redlock demo:"), nWorkers, len(urls))
 	d.println("  %s  %s  %s", d.s.dim("nodes"), strings.Join(d.addrs, "  "), d.s.dim("("+where+")"))
 	d.println("  %s   %q, ttl %v, quorum %d of %d", d.s.dim("lock"), d.name, demoTTL, d.quorum, len(urls))
+	if d.metrics != nil {
+		d.println("  %s  http://%s/metrics", d.s.dim("metrics"), d.metrics.addr())
+	}
 	d.t0 = time.Now()
 
 	if err := d.phaseTurns(ctx); err != nil {

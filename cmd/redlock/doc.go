@@ -13,10 +13,10 @@
 //
 // # Commands
 //
-//	redlock run [--ttl 30s] [--wait 10s | --wait forever | --no-wait] [--kill-grace 10s] NAME -- CMD [ARGS...]
+//	redlock run [--ttl 30s] [--wait 10s | --wait forever | --no-wait] [--kill-grace 10s] [--metrics-addr :9464] NAME -- CMD [ARGS...]
 //	redlock status [--json] NAME
 //	redlock dev [--nodes 3] [--port 7380]
-//	redlock demo [--workers 4]
+//	redlock demo [--workers 4] [--metrics-addr :9464]
 //	redlock sdl get|set|rm|keys|watch|namespaces ...
 //	redlock bench [--duration 1s] [--json]
 //	redlock completion bash|zsh|fish|powershell
@@ -45,6 +45,10 @@
 // overlapped; bench runs a short benchmark (internal/benchkit) and labels
 // numbers from embedded nodes as not representative, its own or any that
 // report no Redis version, such as those of dev.
+//
+// run and demo with --metrics-addr serve the lock's OpenTelemetry metrics
+// (package github.com/redlockplus/redlock/otel) in the Prometheus format on
+// /metrics while they run; an address that cannot be listened on exits 64.
 //
 // # Configuration
 //

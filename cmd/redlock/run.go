@@ -58,6 +58,7 @@ type runCmd struct {
 	killGrace time.Duration
 	verbose   bool
 	fencing   bool
+	metrics   string // --metrics-addr
 	stderr    io.Writer
 }
 
@@ -126,6 +127,7 @@ Exit codes:
 	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
 	f.BoolVar(&r.fencing, "fencing", false, "mint a fencing token and export it to CMD as REDLOCK_FENCE")
+	addMetricsFlag(cmd, &r.metrics)
 	cmd.MarkFlagsMutuallyExclusive("wait", "no-wait")
 	_ = cmd.RegisterFlagCompletionFunc("wait", cobra.FixedCompletions([]string{"10s", "1m", "10m", "forever"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -148,7 +150,12 @@ func (r *runCmd) run(name string, argv []string) error {
 	if urls == nil {
 		return noNodesError()
 	}
-	c, err := openCluster(urls, append(r.lock.options(), redlock.WithFencing(r.fencing))...)
+	m, err := startMetrics(r.metrics)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	c, err := openCluster(urls, append(append(r.lock.options(), redlock.WithFencing(r.fencing)), m.options()...)...)
 	if err != nil {
 		return err
 	}
