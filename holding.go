@@ -23,12 +23,12 @@ type holding struct {
 	fence   int64           // the fencing token; 0 when not fenced (fence.go)
 
 	mu         sync.Mutex
-	cause      error         // nil while live
-	done       chan struct{} // made on demand: most holders never ask
-	onEnd      []func(cause error)
-	validUntil time.Time     // monotonic end of the current validity
-	begun      time.Duration // when it started, on monotonic(): for observers
-	expiry     *time.Timer   // fires at validUntil unless extended
+	cause      error                // nil while live
+	done       chan struct{}        // made on demand: most holders never ask
+	onEnd      *[]func(cause error) // made on demand, like done: one word in every holding
+	validUntil time.Time            // monotonic end of the current validity
+	begun      time.Duration        // when it started, on monotonic(): for observers
+	expiry     *time.Timer          // fires at validUntil unless extended
 }
 
 // closedDone is what Done returns for a holding that never started.
@@ -81,8 +81,10 @@ func (h *holding) end(cause error) bool {
 	if h.done != nil {
 		close(h.done)
 	}
-	fns := h.onEnd
-	h.onEnd = nil
+	var fns []func(cause error)
+	if h.onEnd != nil {
+		fns, h.onEnd = *h.onEnd, nil
+	}
 	h.mu.Unlock()
 	for _, fn := range fns {
 		fn(h.Err())
@@ -99,14 +101,18 @@ func (h *holding) afterEnd(fn func(cause error)) (stop func()) {
 		fn(h.Err())
 		return func() {}
 	}
-	h.onEnd = append(h.onEnd, fn)
-	i := len(h.onEnd) - 1
+	if h.onEnd == nil {
+		h.onEnd = new([]func(cause error))
+	}
+	fns := h.onEnd
+	*fns = append(*fns, fn)
+	i := len(*fns) - 1
 	h.mu.Unlock()
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if i < len(h.onEnd) {
-			h.onEnd[i] = func(error) {}
+		if h.onEnd == fns {
+			(*fns)[i] = func(error) {}
 		}
 	}
 }
