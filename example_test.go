@@ -128,3 +128,27 @@ func ExampleLock_CheckTimes() {
 	fmt.Println(held, len(times), err)
 	// Output: true 3 <nil>
 }
+
+func ExampleSemaphore() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	// At most two converters run at once, whichever processes they are in.
+	a, b, c := f.NewSemaphore("converters", 2), f.NewSemaphore("converters", 2), f.NewSemaphore("converters", 2)
+	a.Acquire(ctx)
+	b.Acquire(ctx)
+	_, err = c.TryAcquire(ctx)
+	fmt.Println("third:", errors.Is(err, redlock.ErrNotAcquired))
+	a.Release(ctx)
+	_, err = c.TryAcquire(ctx)
+	fmt.Println("third after a release:", err)
+	b.Release(ctx)
+	c.Release(ctx)
+	// Output:
+	// third: true
+	// third after a release: <nil>
+}
