@@ -152,3 +152,29 @@ func ExampleSemaphore() {
 	// third: true
 	// third after a release: <nil>
 }
+
+func ExampleElection() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithTTL(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	e := f.NewElection("scheduler")
+	if err := e.Campaign(ctx, "host-1"); err != nil { // blocks until leading
+		log.Fatal(err)
+	}
+	leader, _ := f.NewElection("scheduler").Leader(ctx)
+	fmt.Println("leader:", leader)
+	select {
+	case <-e.Done(): // leadership lost: stop leading at once
+		fmt.Println("lost:", e.Err())
+	default:
+		fmt.Println("leading")
+	}
+	e.Resign(ctx)
+	// Output:
+	// leader: host-1
+	// leading
+}
