@@ -178,3 +178,24 @@ func ExampleElection() {
 	// leader: host-1
 	// leading
 }
+
+func ExampleMultiLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	// A transfer needs both accounts, or neither.
+	m := f.NewMultiLock([]string{"account:42", "account:7"})
+	if _, err := m.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = f.NewLock("account:7").TryAcquire(ctx)
+	fmt.Println("account:7 taken:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println(m.Release(ctx))
+	// Output:
+	// account:7 taken: true
+	// <nil>
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // Locker is one holder of a lock-like primitive of this package: Lock,
-// RLock and Semaphore satisfy it, so code that only acquires, keeps and
+// RLock, Semaphore and MultiLock satisfy it, so code that only acquires, keeps and
 // releases can take any of them.
 //
 // Acquire blocks until held or ctx ends; TryAcquire gives up after a bounded
@@ -29,4 +29,5 @@ var (
 	_ Locker = (*Lock)(nil)
 	_ Locker = (*RLock)(nil)
 	_ Locker = (*Semaphore)(nil)
+	_ Locker = (*MultiLock)(nil)
 )

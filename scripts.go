@@ -37,10 +37,11 @@ var (
 	extendManyScript  = loadScript("extend_many")
 	checkScript       = loadScript("check")
 	inspectScript     = loadScript("inspect")
+	multiSetScript    = loadScript("multi_set")
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, multiSetScript}
 
 // loadScript reads lua/name.lua.
 func loadScript(name string) *script {
