@@ -38,6 +38,9 @@ type Lock struct {
 	// suffix is appended to every new token: an Election's value, so that
 	// the key carries it. Set only while no Acquire runs.
 	suffix string
+	// setCmd, if set, replaces SET NX PX in attempts: the script of a
+	// ReadLock or WriteLock, given the token.
+	setCmd func(token any) *command
 
 	mu        sync.Mutex
 	acquiring bool
@@ -248,6 +251,9 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
 	set := &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
+	if l.setCmd != nil {
+		set = l.setCmd(h.arg)
+	}
 	r := l.fan.run(ctx, set, false)
 	h.counted = r.got
 	if r.fin != nil {

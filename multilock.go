@@ -133,10 +133,7 @@ func (m *MultiLock) acquire(ctx context.Context, maxAttempts int) (time.Duration
 		return 0, m.initErr
 	}
 	first := m.keys[0]
-	if err := first.begin(ctx); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return 0, errAcquireClosed
-		}
+	if err := beginOp(ctx, first); err != nil {
 		return 0, err
 	}
 	defer first.f.o.end()
@@ -144,26 +141,7 @@ func (m *MultiLock) acquire(ctx context.Context, maxAttempts int) (time.Duration
 		return 0, err
 	}
 	defer m.endAcquire()
-	wait := &anyWaiter{locks: m.keys}
-	defer wait.close()
-	var lastErr error
-	for n := 1; ; n++ {
-		if ctx.Err() != nil || first.f.o.closing() {
-			return 0, first.notAcquired(ctx, lastErr)
-		}
-		wait.drain()
-		v, err := m.attempt(ctx)
-		if err == nil || errors.Is(err, ErrClosed) {
-			return v, err
-		}
-		lastErr = err
-		if maxAttempts > 0 && n >= maxAttempts {
-			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
-		}
-		if err := wait.pause(ctx); err != nil {
-			return 0, first.notAcquired(ctx, lastErr)
-		}
-	}
+	return acquireLoop(ctx, first, m.keys, maxAttempts, m.attempt)
 }
 
 func (m *MultiLock) beginAcquire() error {

@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -144,16 +142,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (time.Duration, error) {
 }
 
 // acquire runs passes until one wins a slot, maxPasses (0: unlimited) are
-// spent, ctx ends or the factory closes.
+// spent, ctx ends or the factory closes: each attempt of acquireLoop is a
+// pass.
 func (s *Semaphore) acquire(ctx context.Context, maxPasses int) (time.Duration, error) {
 	if s.initErr != nil {
 		return 0, s.initErr
 	}
 	first := s.slots[0]
-	if err := first.begin(ctx); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return 0, errAcquireClosed
-		}
+	if err := beginOp(ctx, first); err != nil {
 		return 0, err
 	}
 	defer first.f.o.end()
@@ -161,29 +157,7 @@ func (s *Semaphore) acquire(ctx context.Context, maxPasses int) (time.Duration, 
 		return 0, err
 	}
 	defer s.endAcquire()
-	sw := &anyWaiter{locks: s.slots}
-	defer sw.close()
-	var lastErr error
-	for n := 1; ; n++ {
-		if ctx.Err() != nil || first.f.o.closing() {
-			return 0, first.notAcquired(ctx, lastErr)
-		}
-		sw.drain()
-		v, err := s.pass(ctx)
-		if err == nil {
-			return v, nil
-		}
-		if errors.Is(err, ErrClosed) {
-			return 0, err
-		}
-		lastErr = err
-		if maxPasses > 0 && n >= maxPasses {
-			return 0, fmt.Errorf("%w: semaphore %q: no permit after %d pass(es): %w", ErrNotAcquired, s.name, n, lastErr)
-		}
-		if err := sw.pause(ctx); err != nil {
-			return 0, first.notAcquired(ctx, lastErr)
-		}
-	}
+	return acquireLoop(ctx, first, s.slots, maxPasses, s.pass)
 }
 
 // pass attempts the slots once each, from a random one, and holds the

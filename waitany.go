@@ -2,10 +2,48 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"time"
 )
+
+// acquireLoop runs attempts until one succeeds, maxAttempts (0: unlimited)
+// are spent, ctx ends or the factory closes; between attempts it sleeps
+// until the release of any of watch is announced. first gives the retry
+// settings and the owner. The caller has begun the operation.
+func acquireLoop(ctx context.Context, first *Lock, watch []*Lock, maxAttempts int, attempt func(context.Context) (time.Duration, error)) (time.Duration, error) {
+	wait := &anyWaiter{locks: watch}
+	defer wait.close()
+	var lastErr error
+	for n := 1; ; n++ {
+		if ctx.Err() != nil || first.f.o.closing() {
+			return 0, first.notAcquired(ctx, lastErr)
+		}
+		wait.drain()
+		v, err := attempt(ctx)
+		if err == nil || errors.Is(err, ErrClosed) {
+			return v, err
+		}
+		lastErr = err
+		if maxAttempts > 0 && n >= maxAttempts {
+			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
+		}
+		if err := wait.pause(ctx); err != nil {
+			return 0, first.notAcquired(ctx, lastErr)
+		}
+	}
+}
+
+// beginOp begins an operation of first's factory, as Lock.acquire does.
+func beginOp(ctx context.Context, first *Lock) error {
+	err := first.begin(ctx)
+	if errors.Is(err, ErrClosed) {
+		return errAcquireClosed
+	}
+	return err
+}
 
 // anyWaiter makes a blocked acquire of several locks (a Semaphore's slots,
 // a MultiLock's names) sleep between attempts until the release of any of
