@@ -199,3 +199,44 @@ func ExampleMultiLock() {
 	// account:7 taken: true
 	// <nil>
 }
+
+func ExampleReadLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	r1, r2 := f.NewReadLock("catalog"), f.NewReadLock("catalog")
+	r1.Acquire(ctx)
+	_, err = r2.Acquire(ctx)
+	fmt.Println("two readers:", err)
+	_, err = f.NewWriteLock("catalog").TryAcquire(ctx)
+	fmt.Println("writer while reading:", errors.Is(err, redlock.ErrNotAcquired))
+	r1.Release(ctx)
+	r2.Release(ctx)
+	// Output:
+	// two readers: <nil>
+	// writer while reading: true
+}
+
+func ExampleWriteLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	w := f.NewWriteLock("catalog")
+	if _, err := w.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = f.NewReadLock("catalog").TryAcquire(ctx)
+	fmt.Println("reader while writing:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println(w.Release(ctx))
+	// Output:
+	// reader while writing: true
+	// <nil>
+}

@@ -6,8 +6,8 @@ import (
 )
 
 // Locker is one holder of a lock-like primitive of this package: Lock,
-// RLock, Semaphore and MultiLock satisfy it, so code that only acquires, keeps and
-// releases can take any of them.
+// RLock, ReadLock, WriteLock, Semaphore and MultiLock satisfy it, so code
+// that only acquires, keeps and releases can take any of them.
 //
 // Acquire blocks until held or ctx ends; TryAcquire gives up after a bounded
 // number of attempts. Both return the validity: how long the holding can be
@@ -30,4 +30,6 @@ var (
 	_ Locker = (*RLock)(nil)
 	_ Locker = (*Semaphore)(nil)
 	_ Locker = (*MultiLock)(nil)
+	_ Locker = (*ReadLock)(nil)
+	_ Locker = (*WriteLock)(nil)
 )

@@ -38,10 +38,12 @@ var (
 	checkScript       = loadScript("check")
 	inspectScript     = loadScript("inspect")
 	multiSetScript    = loadScript("multi_set")
+	rwReadScript      = loadScript("rw_read")
+	rwWriteScript     = loadScript("rw_write")
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, multiSetScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, multiSetScript, rwReadScript, rwWriteScript}
 
 // loadScript reads lua/name.lua.
 func loadScript(name string) *script {
