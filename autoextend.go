@@ -184,8 +184,8 @@ func (e *extender) stop() {
 
 // extend sends one batch to every node and applies the outcome per lock.
 func (e *extender) extend(batch []*extension) {
-	args := make([]any, 0, 1+3*len(batch))
-	args = append(args, len(batch))
+	args := make([]any, 0, 2+3*len(batch))
+	args = append(args, extendManyScript.hashArg, len(batch))
 	var nodeTimeout time.Duration
 	for _, x := range batch {
 		args = append(args, x.l.name)

@@ -63,6 +63,27 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 }
 
+// BenchmarkAcquireReleaseFenced is BenchmarkAcquireRelease's pipelined
+// cycle with fencing tokens: one more round trip per acquisition.
+func BenchmarkAcquireReleaseFenced(b *testing.B) {
+	for _, nodes := range []int{3, 5} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			f := benchFactory(b, nodes, redlock.WithFencing(true))
+			l := f.NewLock("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Acquire(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkParallelDistinctKeys is many goroutines locking their own keys.
 func BenchmarkParallelDistinctKeys(b *testing.B) {
 	for _, pipelining := range []bool{true, false} {

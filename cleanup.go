@@ -28,8 +28,9 @@ const (
 	// maxCleanupBackoff bounds the pause of a worker whose node fails.
 	maxCleanupBackoff = time.Second
 	// maxLoneRetry bounds, in node timeouts, how long the cleaner of a lock
-	// made by NewLock retries a delete.
-	maxLoneRetry = 7
+	// made by NewLock retries a delete, and maxLoneRetryTime in time.
+	maxLoneRetry     = 7
+	maxLoneRetryTime = 5 * time.Second
 )
 
 // discard is a lock key to delete if it still holds token.
@@ -56,7 +57,7 @@ type cleaner struct {
 	dropped     atomic.Int64
 	// giveUp, when positive, bounds how long a delete is retried. A lone
 	// lock's owner is never closed, so its work must end by itself: its
-	// deletes are retried for maxLoneRetry node timeouts. A factory's are
+	// deletes are retried for maxLoneRetry node timeouts, 5 s at most. A factory's are
 	// retried while the key could live, and Close ends them.
 	giveUp time.Duration
 
@@ -182,8 +183,8 @@ func allClosed(chs []<-chan struct{}) bool {
 // what must be tried again, and reports whether the node answered. While
 // the owner closes, nothing is requeued: this was the last try.
 func (c *cleaner) send(batch []pendingDiscard) bool {
-	args := make([]any, 0, 1+2*len(batch))
-	args = append(args, len(batch))
+	args := make([]any, 0, 2+2*len(batch))
+	args = append(args, releaseManyScript.hashArg, len(batch))
 	for _, p := range batch {
 		args = append(args, p.key)
 	}

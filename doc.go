@@ -29,10 +29,16 @@
 //
 // A Lock is extended in the background at 3/4 of its validity by default
 // (the autoextender). Its Done channel is closed and its Err returns
-// ErrLockLost as soon as the loss of the lock is detected: by an extension
-// that finds the token gone from a quorum, by a CheckTimes that does, or when
-// its validity runs out without extension. Factory.Do runs a function under a
-// lock with a context that is cancelled on loss.
+// ErrLockLost once the loss of the lock is detected: by an extension that
+// finds the token gone from a quorum (about 3/4 of the validity after the
+// last one: 90 s at the default TTL), by a CheckTimes that does, or when its
+// validity runs out without extension. Factory.Do runs a function under a
+// lock with a context that is cancelled on loss, and releases the lock when
+// the function returns or panics.
+//
+// Release deletes the keys even when its context has already ended:
+// releasing is cleanup, bounded by the node timeout, not by the caller's
+// context.
 //
 // RLock is the reentrant variant: the holder may acquire it again, and only
 // the last Release releases it on the nodes.
@@ -41,17 +47,42 @@
 //
 // Locks made by a Factory share its machinery: one auto-pipelined
 // connection per node (WithPipelining), one subscriber per node that wakes
-// blocked Acquire calls when their lock is released (WithWakeups), and one
+// blocked Acquire calls when their lock is released (WithWakeups), one
 // goroutine that extends all autoextending locks in batches, one script call
-// per node. Close the factory to stop them. Locks made by NewLock borrow a
-// pool connection per command, poll while blocked, and have an extender of
-// their own that runs only while they are held.
+// per node, and one bounded queue per node for deletes that have to be
+// retried. The factory owns every goroutine: Close refuses new work, ends
+// in-flight and blocked Acquire calls with ErrClosed (they give up what they
+// set), releases the locks still held, and waits for everything, in about
+// two node timeouts at most. Locks made by NewLock get a private owner of
+// the same kind: they borrow a pool connection per command, poll while
+// blocked, and their background work ends by itself when idle.
+//
+// The nodes must be independent servers: a factory refuses, at its first
+// operation, node URLs that name one server twice (by its run_id), since a
+// quorum of them would be one machine. See docs/ARCHITECTURE.md for the
+// design.
+//
+// # Fencing tokens
+//
+// With WithFencing(true) every holding gets a token (Lock.Fence, or
+// FenceFrom inside Factory.Do) larger than that of every holding of the
+// same name issued before it, for the protected resource to check: it
+// refuses a request whose token is lower than one it has seen, so that a
+// holder paused past its validity cannot act after the next holder did.
+// The acquire script returns each node's max(stored fence, server TIME in
+// microseconds); the client takes the maximum over the quorum plus one and
+// writes it back, in one more pipelined round, to every node that still
+// holds the lock. The token counts once a quorum has it within the
+// validity; otherwise the attempt fails with ErrFenceNotCommitted. The fence
+// lives in the key name+FenceSuffix, without a TTL. docs/SAFETY.md proves
+// the order and states its assumptions.
 //
 // # What it does not promise
 //
-// Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM freeze)
-// beyond its validity may still act after another client acquired the lock;
-// check Done before acting, and keep work well inside the validity. A node
+// Plain Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM
+// freeze) beyond its validity may still act after another client acquired
+// the lock; check Done before acting, keep work well inside the validity,
+// or turn fencing on and have the resource check the token. A node
 // that restarts without persistence forgets its keys: keep a restarted node
 // out for longer than the TTL, or run it with appendfsync always.
 //
@@ -59,7 +90,8 @@
 //
 // Every error matches ErrRedlock. Callers branch on ErrNotAcquired,
 // ErrLockLost, ErrNoQuorum, ErrInvalidOperation, ErrInvalidArgument and
-// ErrClosed with errors.Is; *NodeError carries the failure of one node and
+// ErrClosed with errors.Is (ErrFenceNotCommitted also matches
+// ErrNotAcquired); *NodeError carries the failure of one node and
 // *InsufficientNodesError a node list shorter than three. A cancelled
 // Acquire matches both ErrNotAcquired and the context's error.
 package redlock

@@ -132,6 +132,12 @@ func (e *Election) Done() <-chan struct{} { return e.l.Done() }
 // ErrLockLost once leadership was lost, and ErrClosed after Factory.Close.
 func (e *Election) Err() error { return e.l.Err() }
 
+// Fence returns the fencing token of the current leadership with
+// WithFencing(true): larger than that of every earlier leader of the name,
+// so a resource can refuse a deposed leader's late writes. 0 when not
+// leading or not fenced.
+func (e *Election) Fence() int64 { return e.l.Fence() }
+
 // Leader returns the value of the current leader: the value carried by
 // the token that a quorum of nodes store under the name. It returns
 // ErrNoLeader when no token has a quorum (nobody leads, or too few nodes

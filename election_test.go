@@ -200,3 +200,30 @@ func TestElectionOneLeader(t *testing.T) {
 		t.Fatalf("%d leaders at once, want 1", m)
 	}
 }
+
+// TestElectionFenced: with fencing, each leadership gets a larger token,
+// and the key still carries the leader's value.
+func TestElectionFenced(t *testing.T) {
+	_, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, redlock.WithFencing(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 10*time.Second)
+	e := f.NewElection("epochs")
+	var last int64
+	for _, v := range []string{"a", "b"} {
+		if err := e.Campaign(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if e.Fence() <= last {
+			t.Fatalf("fence %d after %d", e.Fence(), last)
+		}
+		last = e.Fence()
+		if got, err := e.Leader(ctx); got != v || err != nil {
+			t.Fatalf("Leader = %q, %v; want %q", got, err, v)
+		}
+		e.Resign(ctx)
+	}
+}

@@ -66,7 +66,7 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 	}
 	f.ext.linger = false
 	for _, n := range f.nodes {
-		n.cleaner.giveUp = maxLoneRetry * n.cleaner.nodeTimeout
+		n.cleaner.giveUp = min(maxLoneRetry*n.cleaner.nodeTimeout, maxLoneRetryTime)
 	}
 	return f, nil
 }
@@ -140,8 +140,9 @@ func (f *Factory) NewRLock(name string, opts ...Option) *RLock {
 // releases the lock when fn returns or panics (the panic goes on). fn's
 // context is cancelled with cause ErrLockLost when the lock is lost while
 // fn runs; Do then returns an error matching ErrLockLost (joined with fn's
-// own error). Autoextension is on unless opts turn it off. A failed release
-// is returned when fn succeeded.
+// own error). Autoextension is on unless opts turn it off. With
+// WithFencing(true), FenceFrom(ctx) gives fn the holding's token. A failed
+// release is returned when fn succeeded.
 func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidArg("Do of lock %q: fn is nil", name)
@@ -151,7 +152,7 @@ func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Conte
 		return err
 	}
 	h := l.holding()
-	fnCtx, cancel := context.WithCancelCause(ctx)
+	fnCtx, cancel := context.WithCancelCause(withFence(ctx, h))
 	stop := h.afterEnd(func(cause error) {
 		if cause != nil {
 			cancel(cause)

@@ -20,6 +20,7 @@ type holding struct {
 	arg     any             // token, boxed once for every command that carries it
 	counted uint64          // the nodes whose SET was counted in the attempt
 	fin     <-chan struct{} // pool transports: the attempt's calls are done
+	fence   int64           // the fencing token; 0 when not fenced (fence.go)
 
 	mu         sync.Mutex
 	cause      error         // nil while live

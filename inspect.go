@@ -14,6 +14,7 @@ type NodeState struct {
 	Addr  string        // the node's address, when known
 	Token string        // the token stored under the name; "" when the key is absent
 	TTL   time.Duration // the key's remaining time to live; 0 when absent
+	Fence int64         // the last fencing token committed on the node; 0 when none
 	Err   error         // a *NodeError when the node did not answer
 }
 
@@ -31,10 +32,10 @@ type Inspection struct {
 	HolderTTL time.Duration
 }
 
-// judgeValues accepts the two-element reply of inspectScript.
+// judgeValues accepts the three-element reply of inspectScript.
 func judgeValues(v any) reply {
 	vals, err := redis.Values(v, nil)
-	if err == nil && len(vals) != 2 {
+	if err == nil && len(vals) != 3 {
 		err = fmt.Errorf("unexpected reply %v", vals)
 	}
 	return reply{ok: err == nil, raw: v, err: err}
@@ -43,8 +44,8 @@ func judgeValues(v any) reply {
 // Held reports whether a quorum of nodes store the same token.
 func (in Inspection) Held() bool { return in.Holder != "" }
 
-// Inspect reads the lock name on every node (its token and remaining TTL)
-// without taking the lock, for status displays and debugging. It fails
+// Inspect reads the lock name on every node (its token, remaining TTL and
+// fence, see WithFencing) without taking the lock, for status displays and debugging. It fails
 // with ErrInvalidArgument for an empty name and ErrClosed after Close; node
 // failures are reported per node, not as an error.
 func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) {
@@ -63,7 +64,7 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 		return Inspection{}, err
 	}
 	in := Inspection{Name: name, Quorum: cfg.quorum, Nodes: make([]NodeState, len(f.nodes))}
-	read := command{script: inspectScript, args: []any{1, name}, judge: judgeValues}
+	read := command{script: inspectScript, args: []any{inspectScript.hashArg, 2, name, name + FenceSuffix}, judge: judgeValues}
 	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
 	r := fan.run(ctx, &read, true)
 	for i, n := range f.nodes {
@@ -76,6 +77,7 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 			st.Token, _ = redis.String(vals[0], nil)
 			ms, _ := redis.Int64(vals[1], nil)
 			st.TTL = time.Duration(max(ms, 0)) * time.Millisecond
+			st.Fence, _ = redis.Int64(vals[2], nil)
 		}
 		in.Nodes[n.index] = st
 	})

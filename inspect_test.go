@@ -35,3 +35,33 @@ func TestInspect(t *testing.T) {
 	}
 	l.Release(ctx)
 }
+
+// TestInspectShowsFences: each node reports the last token committed on
+// it, and 0 where none was.
+func TestInspectShowsFences(t *testing.T) {
+	_, pools := cluster(t, 3)
+	ctx := ctxT(t, 10*time.Second)
+	f, _ := redlock.NewFactory(pools, redlock.WithTTL(10*time.Second), redlock.WithFencing(true))
+	defer f.Close()
+	l := f.NewLock("fenced-inspected")
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	in, err := f.Inspect(ctx, "fenced-inspected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := 0
+	for _, st := range in.Nodes {
+		if st.Fence == l.Fence() {
+			committed++
+		}
+	}
+	if committed < in.Quorum {
+		t.Fatalf("token %d on %d nodes, want a quorum: %+v", l.Fence(), committed, in.Nodes)
+	}
+	if in, err = f.Inspect(ctx, "never-fenced"); err != nil || in.Nodes[0].Fence != 0 {
+		t.Fatalf("unfenced name: %+v %v", in, err)
+	}
+}

@@ -34,6 +34,7 @@ type Lock struct {
 
 	// The name and TTL as command arguments, boxed once.
 	nameArg, ttlArg any
+	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
 
 	// suffix is appended to every new token: an Election's value, so that
 	// the key carries it. Set only while no Acquire runs.
@@ -73,6 +74,9 @@ func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *L
 		l.initErr = invalidArg("lock name is empty")
 	}
 	l.ttlArg = l.cfg.ttlMs()
+	if cfg.fencing {
+		l.fenceArg = name + FenceSuffix
+	}
 	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
 	return l
 }
@@ -250,22 +254,27 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	h := &holding{token: token, arg: token}
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
-	set := &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
-	if l.setCmd != nil {
-		set = l.setCmd(h.arg)
-	}
-	r := l.fan.run(ctx, set, false)
+	r := l.fan.run(ctx, l.acquireCommand(h), false)
 	h.counted = r.got
 	if r.fin != nil {
 		h.fin = r.fin.done
 	}
 	validity := l.validity(r)
+	var err error
+	if r.reached(l.cfg.quorum) && validity > 0 && l.cfg.fencing {
+		validity, err = l.commitFence(ctx, h, &r)
+	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		h.validUntil = r.start.Add(l.cfg.ttl - l.cfg.drift())
+		r.free()
 		return validity, h, r, nil
 	}
 	l.discard(h, &r)
-	if r.reached(l.cfg.quorum) {
+	r.free()
+	switch {
+	case err != nil:
+		return 0, nil, r, err
+	case r.reached(l.cfg.quorum):
 		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
 	}
 	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)
@@ -276,8 +285,8 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 // the attempt's own SET on the same connection; otherwise the node's
 // cleaner sends it once the SET's call is done. Nothing waits for it.
 func (l *Lock) discard(h *holding, r *round) {
-	d := l.discardOf(h)
 	if !l.fan.nodes[0].tr.fifo() {
+		d := l.discardOf(h)
 		for i, n := range l.fan.nodes {
 			if !r.refused(i) {
 				n.cleaner.add(d, r.got&(1<<i) == 0 || r.slots[i].err != nil, h.fin)
@@ -287,8 +296,9 @@ func (l *Lock) discard(h *holding, r *round) {
 	}
 	// Refusing nodes get the delete too: it compares tokens, so it is a
 	// no-op there, and one round is cheaper than picking nodes.
-	del := &command{script: releaseScript, args: []any{1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: &d}
-	l.fan.send(context.Background(), del) // nobody waits: the replies land in the round's buffer
+	del := &command{script: releaseScript, args: []any{releaseScript.hashArg, 1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: l.cfg.ttl}
+	r2 := l.fan.send(context.Background(), del) // nobody waits: the replies land in the round's buffer
+	r2.free()
 }
 
 // discardOf is the delete of h's key, which cannot outlive the TTL from
@@ -413,8 +423,9 @@ func (l *Lock) Extend(ctx context.Context) (time.Duration, error) {
 
 // extendHolding extends holding h; see Extend.
 func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, error) {
-	bump := &command{script: extendScript, args: []any{1, l.nameArg, h.arg, l.ttlArg}, judge: judgeOne}
+	bump := &command{script: extendScript, args: []any{extendScript.hashArg, 1, l.nameArg, h.arg, l.ttlArg}, judge: judgeOne}
 	r := l.fan.run(ctx, bump, false)
+	r.free()
 	validity := l.validity(r)
 	if !r.reached(l.cfg.quorum) || validity <= 0 {
 		err := r.failure("extend", len(l.fan.nodes), l.cfg.quorum)
@@ -483,8 +494,7 @@ func (l *Lock) releaseNodes(ctx context.Context, h *holding, fan *fanout) round 
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	d := l.discardOf(h)
-	del := &command{script: releaseScript, args: []any{1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: &d}
+	del := &command{script: releaseScript, args: []any{releaseScript.hashArg, 1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: l.cfg.ttl}
 	r := fan.send(ctx, del)
 	fifo := fan.nodes[0].tr.fifo()
 	if fifo {
@@ -492,6 +502,7 @@ func (l *Lock) releaseNodes(ctx context.Context, h *holding, fan *fanout) round 
 	} else {
 		// Behind both the late SET and this delete, so that it never
 		// races the delete that Release counts.
+		d := l.discardOf(h)
 		for i, n := range l.fan.nodes {
 			if h.counted&(1<<i) == 0 {
 				n.cleaner.add(d, true, h.fin, r.fin.done)
@@ -499,6 +510,7 @@ func (l *Lock) releaseNodes(ctx context.Context, h *holding, fan *fanout) round 
 		}
 	}
 	fan.wait(ctx, &r, false)
+	r.free()
 	if !fifo && r.reached(l.cfg.quorum) {
 		l.announce(h)
 	}
@@ -536,7 +548,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		}
 		return false, nil, err
 	}
-	check := &command{script: checkScript, args: []any{1, l.nameArg, h.arg}, judge: judgePTTL}
+	check := &command{script: checkScript, args: []any{checkScript.hashArg, 1, l.nameArg, h.arg}, judge: judgePTTL}
 	r := l.fan.run(ctx, check, true)
 	spent := r.elapsed() + l.cfg.drift()
 	positive := 0
@@ -546,6 +558,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 			positive++
 		}
 	})
+	r.free()
 	if positive >= l.cfg.quorum {
 		return true, times, nil
 	}

@@ -35,7 +35,7 @@ type MultiLock struct {
 	names   []string // sorted
 	keys    []*Lock  // one per name, in names' order
 	initErr error
-	setArgs []any // multi_set.lua's key count and keys, then token and ttl
+	setArgs []any // the key count and keys, which every script of the set starts with
 
 	mu        sync.Mutex
 	acquiring bool
@@ -45,8 +45,8 @@ type MultiLock struct {
 
 // NewMultiLock returns a MultiLock of names over the factory's nodes, with
 // the factory's defaults overridden by opts. No names, an empty name, a
-// duplicate name or an invalid option is an ErrInvalidArgument returned by
-// every call.
+// duplicate name, an invalid option or WithFencing(true) is an
+// ErrInvalidArgument returned by every call.
 func (f *Factory) NewMultiLock(names []string, opts ...Option) *MultiLock {
 	m := &MultiLock{names: slices.Sorted(slices.Values(names))}
 	switch {
@@ -67,6 +67,11 @@ func (f *Factory) NewMultiLock(names []string, opts ...Option) *MultiLock {
 	for _, l := range m.keys {
 		if m.initErr == nil {
 			m.initErr = l.initErr
+		}
+		if m.initErr == nil && l.cfg.fencing {
+			// Fencing tokens come from the plain acquire, which the set's
+			// script replaces.
+			m.initErr = invalidArg("multi-lock: WithFencing is not supported")
 		}
 	}
 	m.setArgs = append(m.setArgs, len(m.names))
@@ -171,7 +176,7 @@ func (m *MultiLock) attempt(ctx context.Context) (time.Duration, error) {
 	first := m.keys[0]
 	token := newToken()
 	var arg any = token
-	set := &command{script: multiSetScript, args: append(slices.Clip(m.setArgs), arg, first.ttlArg), judge: judgeOne, detached: true}
+	set := &command{script: multiSetScript, args: append(scriptArgs(multiSetScript, m.setArgs), arg, first.ttlArg), judge: judgeOne, detached: true}
 	r := first.fan.run(ctx, set, false)
 	var fin <-chan struct{}
 	if r.fin != nil {
@@ -274,11 +279,17 @@ func (m *MultiLock) current(op string) (*holding, []*holding, error) {
 	return set, parts, nil
 }
 
-// manyArgs are the arguments of the *_many scripts for every name: the key
-// count, the names, then per name the token and extra (the TTL, or
-// nothing).
-func (m *MultiLock) manyArgs(arg any, extra ...any) []any {
-	args := slices.Clip(m.setArgs)
+// scriptArgs starts a command's arguments for script: its hash, then the
+// key count and keys.
+func scriptArgs(s *script, keys []any) []any {
+	return append([]any{s.hashArg}, keys...)
+}
+
+// manyArgs are the arguments of the *_many script s for every name: its
+// hash, the key count, the names, then per name the token and extra (the
+// TTL, or nothing).
+func (m *MultiLock) manyArgs(s *script, arg any, extra ...any) []any {
+	args := scriptArgs(s, m.setArgs)
 	for range m.keys {
 		args = append(append(args, arg), extra...)
 	}
@@ -314,7 +325,7 @@ func (m *MultiLock) Extend(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	bump := &command{script: extendManyScript, args: m.manyArgs(set.arg, first.ttlArg), judge: judgeAll(len(m.keys))}
+	bump := &command{script: extendManyScript, args: m.manyArgs(extendManyScript, set.arg, first.ttlArg), judge: judgeAll(len(m.keys))}
 	r := first.fan.run(ctx, bump, false)
 	validity := first.validity(r)
 	if !r.reached(first.cfg.quorum) || validity <= 0 {
@@ -361,7 +372,7 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	del := &command{script: releaseManyScript, args: m.manyArgs(set.arg), judge: judgeAll(len(m.keys)), detached: true}
+	del := &command{script: releaseManyScript, args: m.manyArgs(releaseManyScript, set.arg), judge: judgeAll(len(m.keys)), detached: true}
 	r := first.fan.run(ctx, del, false)
 	fifo := first.fan.nodes[0].tr.fifo()
 	for i, n := range first.fan.nodes {

@@ -27,6 +27,9 @@ func TestMultiLockInvalidArguments(t *testing.T) {
 			t.Errorf("NewMultiLock(%q).Release = %v, want ErrInvalidArgument", names, err)
 		}
 	}
+	if _, err := f.NewMultiLock([]string{"a"}, redlock.WithFencing(true)).Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("fenced MultiLock: %v, want ErrInvalidArgument", err)
+	}
 }
 
 // TestMultiLockAllOrNone: a name held elsewhere makes the attempt set

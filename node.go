@@ -47,9 +47,6 @@ func (n *node) judge(cmd *command, v any, err error) reply {
 
 // do runs one command on the node and waits for its reply, at most wait.
 func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
-	if cmd.script != nil {
-		cmd.wire = append([]any{cmd.script.hashArg}, cmd.args...)
-	}
 	var rep reply
 	out := make(chan uint8, 1)
 	c := &call{cmd: cmd, n: n, slot: &rep, out: out, fin: newFinish(1)}

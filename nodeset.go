@@ -14,9 +14,9 @@ import (
 // or databases /0 and /1) would let one machine hold the quorum. The check
 // uses each server's run_id, learnt when a pipelined connection is set up
 // and by an INFO round at the first operation, which waits for a quorum of
-// answers only, so that a hung node does not slow it down; nodes whose
-// answer is not in yet are asked again in the background at later
-// operations, at most once per probeInterval.
+// answers and then briefly for the others, so that a hung node does not
+// slow it down; nodes whose answer is not in yet are asked again in the
+// background at later operations, at most once per probeInterval.
 type nodeSet struct {
 	list        []*node
 	o           *owner
@@ -33,6 +33,10 @@ type nodeSet struct {
 
 // probeInterval bounds how often unidentified nodes are asked again.
 const probeInterval = time.Second
+
+// probeGrace is how long the first probe waits, beyond twice the time the
+// quorum took, for the other nodes' answers.
+const probeGrace = 10 * time.Millisecond
 
 // distinct checks that no two identified nodes are the same server.
 func (s *nodeSet) distinct() error {
@@ -91,7 +95,12 @@ func (s *nodeSet) probe(ctx context.Context) error {
 	}()
 	info := command{name: "INFO", args: []any{"server"}, judge: judgeAnyReply}
 	f := fanout{nodes: s.list, quorum: s.quorum, nodeTimeout: s.nodeTimeout, dying: s.o.dying}
-	r := f.run(ctx, &info, false)
+	r := f.send(ctx, &info)
+	f.wait(ctx, &r, false)
+	// A second name of one server answers about as fast as the first: wait
+	// a little more for the rest, but not for a hung node.
+	f.nodeTimeout = min(s.nodeTimeout, 2*r.elapsed()+probeGrace)
+	f.wait(ctx, &r, true)
 	r.each(func(n *node, rep *reply) {
 		var refused redis.Error
 		switch {

@@ -46,6 +46,7 @@ type config struct {
 	autoextend        *bool // nil: the lock kind's default
 	autoextendTimeout time.Duration
 	logger            *slog.Logger
+	fencing           bool     // fence.go
 	pipelining        bool     // factory-level
 	wakeups           bool     // factory-level
 	factoryOnly       []string // factory-level options given, by name

@@ -92,11 +92,15 @@ type counter struct {
 	zero chan struct{}
 }
 
-// closing reports whether Close has begun.
+// closing reports whether Close has begun, without taking the mutex:
+// dying is closed under it when the state leaves open.
 func (o *owner) closing() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.state != ownerOpen
+	select {
+	case <-o.dying:
+		return true
+	default:
+		return false
+	}
 }
 
 // hold registers a new holding; it fails with ErrClosed once Close has

@@ -165,7 +165,7 @@ func poolsFromURLs(urls []string) ([]Pool, []io.Closer, error) {
 		}
 		where := addr + dbOf(u)
 		if j, dup := seen[where]; dup {
-			return nil, nil, invalidArg("node %d repeats node %d (%s)", i, j, addr)
+			return nil, nil, invalidArg("node %d repeats the URL of node %d (%s)", i, j, addr)
 		}
 		seen[where] = i
 		p, err := NewPool(u)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -29,13 +30,14 @@ type round struct {
 	decided time.Time // when the outcome became known
 	slots   []reply   // one per node, written by the node's reply; read only those in got
 	results chan uint8
-	fin     *finish // pool transports: closed once every call is done
-	got     uint64  // the nodes whose reply was counted
-	oks     int     // nodes that did what was asked
-	noes    int     // nodes that answered but refused (the key is absent or another token's)
-	errs    []error // nodes that failed or did not answer in time
-	late    uint64  // the nodes given up on: their slots must not be read
-	all     []*node // the round's nodes
+	buf     *roundBuf // where slots and results live; nil once freed
+	fin     *finish   // pool transports: closed once every call is done
+	got     uint64    // the nodes whose reply was counted
+	oks     int       // nodes that did what was asked
+	noes    int       // nodes that answered but refused (the key is absent or another token's)
+	errs    []error   // nodes that failed or did not answer in time
+	late    uint64    // the nodes given up on: their slots must not be read
+	all     []*node   // the round's nodes
 	// arrived holds, per node, when its reply was counted, from start; only
 	// rounds that wait for every node keep it.
 	arrived []time.Duration
@@ -69,10 +71,8 @@ func (f *fanout) run(ctx context.Context, cmd *command, waitAll bool) round {
 // node's slot and announced by its index on a channel buffered to the node
 // count, so no sender ever blocks on a caller that has gone.
 func (f *fanout) send(ctx context.Context, cmd *command) round {
-	r := round{start: time.Now(), slots: make([]reply, len(f.nodes)), all: f.nodes, results: make(chan uint8, len(f.nodes))}
-	if cmd.script != nil && cmd.wire == nil {
-		cmd.wire = append([]any{cmd.script.hashArg}, cmd.args...)
-	}
+	buf := getRoundBuf(len(f.nodes))
+	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, results: buf.results, buf: buf}
 	if cmd.detached && ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -81,7 +81,7 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 	}
 	for _, n := range f.nodes {
 		c := calls.Get().(*call)
-		c.cmd, c.n, c.slot, c.idx, c.out, c.fin = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin
+		c.cmd, c.n, c.slot, c.idx, c.out, c.fin, c.buf = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin, buf
 		n.tr.start(ctx, c)
 	}
 	return r
@@ -116,6 +116,49 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 		}
 	}
 	r.decided = time.Now()
+}
+
+// free hands the round's buffer back once the caller no longer reads its
+// slots; the calls still running hold it until they have delivered. A
+// round that is never freed is simply collected.
+func (r *round) free() {
+	if r.buf != nil {
+		r.buf.unref()
+		r.buf, r.slots = nil, nil
+	}
+}
+
+// roundBuf holds the reply slots and the announcement channel of a round,
+// recycled: one reference for the caller and one for each node's call.
+type roundBuf struct {
+	slots   []reply
+	results chan uint8
+	refs    atomic.Int32
+}
+
+// roundBufs recycles round buffers by node count.
+var roundBufs [maxNodes + 1]sync.Pool
+
+func getRoundBuf(nodes int) *roundBuf {
+	b, ok := roundBufs[nodes].Get().(*roundBuf)
+	if !ok {
+		b = &roundBuf{slots: make([]reply, nodes), results: make(chan uint8, nodes)}
+	}
+	b.refs.Store(int32(nodes + 1))
+	return b
+}
+
+// unref drops one reference; the last one clears the buffer (every call
+// has delivered, so nothing writes to it any more) and recycles it.
+func (b *roundBuf) unref() {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	clear(b.slots)
+	for len(b.results) > 0 {
+		<-b.results
+	}
+	roundBufs[len(b.slots)].Put(b)
 }
 
 // elapsed is the time from the first command to the decision.

@@ -77,15 +77,13 @@ type WriteLock struct {
 
 // NewReadLock returns a reader of the read-write lock name, with the
 // factory's defaults overridden by opts; it autoextends by default. An
-// empty name or invalid option is an ErrInvalidArgument returned by every
-// call.
+// empty name, an invalid option or WithFencing(true) is an
+// ErrInvalidArgument returned by every call.
 func (f *Factory) NewReadLock(name string, opts ...Option) *ReadLock {
 	id := newToken()
 	l := f.newLock(name+rwReaderInfix+id, opts, true)
-	if name == "" && l.initErr == nil {
-		l.initErr = invalidArg("read-write lock name is empty")
-	}
-	keys := []any{4, l.name, name + rwWriterSuffix, name + rwIntentSuffix, name + rwReadersSuffix}
+	l.initErr = rwCheck(l, name)
+	keys := []any{rwReadScript.hashArg, 4, l.name, name + rwWriterSuffix, name + rwIntentSuffix, name + rwReadersSuffix}
 	l.setCmd = func(token any) *command {
 		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id)
 		return &command{script: rwReadScript, args: args, judge: judgeOne, detached: true}
@@ -96,21 +94,34 @@ func (f *Factory) NewReadLock(name string, opts ...Option) *ReadLock {
 
 // NewWriteLock returns the writer of the read-write lock name, with the
 // factory's defaults overridden by opts; it autoextends by default. An
-// empty name or invalid option is an ErrInvalidArgument returned by every
-// call.
+// empty name, an invalid option or WithFencing(true) is an
+// ErrInvalidArgument returned by every call.
 func (f *Factory) NewWriteLock(name string, opts ...Option) *WriteLock {
 	id := newToken()
 	l := f.newLock(name+rwWriterSuffix, opts, true)
-	if name == "" && l.initErr == nil {
-		l.initErr = invalidArg("read-write lock name is empty")
-	}
+	l.initErr = rwCheck(l, name)
 	intent := max(4*l.cfg.retryDelay+l.cfg.nodeTimeout, minWriterIntent)
-	keys := []any{3, l.name, name + rwIntentSuffix, name + rwReadersSuffix}
+	keys := []any{rwWriteScript.hashArg, 3, l.name, name + rwIntentSuffix, name + rwReadersSuffix}
 	l.setCmd = func(token any) *command {
 		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix)
 		return &command{script: rwWriteScript, args: args, judge: judgeOne, detached: true}
 	}
-	return &WriteLock{name: name, l: l, withdraw: []any{1, name + rwIntentSuffix, id}}
+	return &WriteLock{name: name, l: l, withdraw: []any{releaseScript.hashArg, 1, name + rwIntentSuffix, id}}
+}
+
+// rwCheck is the construction error of a reader's or writer's lock l.
+// Fencing tokens are minted by the plain acquire, which these locks
+// replace with their scripts, so WithFencing(true) is refused.
+func rwCheck(l *Lock, name string) error {
+	switch {
+	case l.initErr != nil:
+		return l.initErr
+	case name == "":
+		return invalidArg("read-write lock name is empty")
+	case l.cfg.fencing:
+		return invalidArg("read-write lock %q: WithFencing is not supported", name)
+	}
+	return nil
 }
 
 // Name returns the read-write lock's name.

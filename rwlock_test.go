@@ -24,6 +24,12 @@ func TestRWLockInvalidArguments(t *testing.T) {
 	if _, err := f.NewWriteLock("").Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
 		t.Errorf("WriteLock of an empty name: %v, want ErrInvalidArgument", err)
 	}
+	if _, err := f.NewReadLock("x", redlock.WithFencing(true)).Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("fenced ReadLock: %v, want ErrInvalidArgument", err)
+	}
+	if _, err := f.NewWriteLock("x", redlock.WithFencing(true)).Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("fenced WriteLock: %v, want ErrInvalidArgument", err)
+	}
 }
 
 // TestRWLockSharing: readers share, a writer waits for them, readers wait

@@ -31,19 +31,21 @@ type script struct {
 }
 
 var (
-	releaseScript     = loadScript("release")
-	releaseManyScript = loadScript("release_many")
-	extendScript      = loadScript("extend")
-	extendManyScript  = loadScript("extend_many")
-	checkScript       = loadScript("check")
-	inspectScript     = loadScript("inspect")
-	multiSetScript    = loadScript("multi_set")
-	rwReadScript      = loadScript("rw_read")
-	rwWriteScript     = loadScript("rw_write")
+	releaseScript       = loadScript("release")
+	releaseManyScript   = loadScript("release_many")
+	extendScript        = loadScript("extend")
+	extendManyScript    = loadScript("extend_many")
+	checkScript         = loadScript("check")
+	inspectScript       = loadScript("inspect")
+	acquireFencedScript = loadScript("acquire_fenced")
+	fenceCommitScript   = loadScript("fence_commit")
+	multiSetScript      = loadScript("multi_set")
+	rwReadScript        = loadScript("rw_read")
+	rwWriteScript       = loadScript("rw_write")
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, multiSetScript, rwReadScript, rwWriteScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
 
 // loadScript reads lua/name.lua.
 func loadScript(name string) *script {

@@ -54,8 +54,8 @@ type Semaphore struct {
 // NewSemaphore returns a Semaphore of name with permits permits over the
 // factory's nodes, with the factory's defaults overridden by opts (a
 // Semaphore autoextends by default, like a Lock). permits < 1, an empty
-// name or an invalid option is an ErrInvalidArgument returned by every
-// call.
+// name, an invalid option or WithFencing(true) is an ErrInvalidArgument
+// returned by every call.
 func (f *Factory) NewSemaphore(name string, permits int, opts ...Option) *Semaphore {
 	s := &Semaphore{name: name, permits: permits}
 	switch {
@@ -69,6 +69,11 @@ func (f *Factory) NewSemaphore(name string, permits int, opts ...Option) *Semaph
 		s.slots[i] = f.newLock(permitKey(name, i), opts, true)
 		if s.initErr == nil {
 			s.initErr = s.slots[i].initErr
+		}
+		if s.initErr == nil && s.slots[i].cfg.fencing {
+			// Each slot would count its own tokens: no order across
+			// the semaphore's holders.
+			s.initErr = invalidArg("semaphore %q: WithFencing is not supported", name)
 		}
 	}
 	return s

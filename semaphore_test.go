@@ -31,6 +31,9 @@ func TestSemaphoreInvalidArguments(t *testing.T) {
 			t.Errorf("NewSemaphore(%q, %d).Release = %v, want ErrInvalidArgument", tc.name, tc.permits, err)
 		}
 	}
+	if _, err := f.NewSemaphore("jobs", 2, redlock.WithFencing(true)).Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("fenced Semaphore: %v, want ErrInvalidArgument", err)
+	}
 }
 
 func TestSemaphoreStates(t *testing.T) {

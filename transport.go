@@ -34,16 +34,23 @@ type transport interface {
 type command struct {
 	script *script // a lock script (EVALSHA, then EVAL on NOSCRIPT), or
 	name   string  // a plain command
-	args   []any   // for a script: key count, keys and arguments
-	wire   []any   // for a script: the hash, then args; built once per round
+	args   []any   // for a script: its hash (hashArg), key count, keys and arguments
 	judge  func(v any) reply
 	// detached commands outlive the caller's context, which bounds only
 	// its wait: a SET must finish so that its fate is known, and a delete
 	// must reach slow nodes too.
 	detached bool
-	// redo, if set, is a delete that must happen: when the command fails
-	// on a node, that node's cleanup worker takes it over.
-	redo *discard
+	// redo marks a release script whose delete must happen: when it fails
+	// on a node, that node's cleanup worker takes it over (the key and
+	// token are args[2] and args[3]); the key lives redo at most.
+	redo time.Duration
+}
+
+// redone is the delete of a failed release command, for a cleaner.
+func (cmd *command) redone() discard {
+	key, _ := cmd.args[2].(string)
+	token, _ := cmd.args[3].(string)
+	return discard{key: key, token: token, until: time.Now().Add(cmd.redo)}
 }
 
 // call is one command on one node, with where its reply goes.
@@ -56,6 +63,7 @@ type call struct {
 	idx  uint8
 	out  chan<- uint8 // buffered for every call of the round: never blocks
 	fin  *finish      // pool rounds: counts the calls still running
+	buf  *roundBuf    // the round's buffer, held until delivered
 }
 
 // calls recycles the calls of pipelined rounds, one per node and command.
@@ -88,7 +96,7 @@ func (c *call) Command() (string, []any) { return c.name, c.args }
 // since the reader must never write.
 func (c *call) Reply(v any, err error) {
 	if c.name == "EVALSHA" && isNoScript(err) {
-		c.name, c.args = "EVAL", append([]any{c.cmd.script.src}, c.cmd.args...)
+		c.name, c.args = "EVAL", append([]any{c.cmd.script.src}, c.cmd.args[1:]...)
 		c.n.tr.(*pipeTransport).conn.Enqueue(c)
 		return
 	}
@@ -102,13 +110,16 @@ func (c *call) Reply(v any, err error) {
 // deliver writes the reply to the call's slot and announces it; a failed
 // delete that must happen goes to the node's cleanup worker.
 func (c *call) deliver(rep reply) {
-	if rep.err != nil && c.cmd.redo != nil {
-		c.n.cleaner.add(*c.cmd.redo, true)
+	if rep.err != nil && c.cmd.redo > 0 {
+		c.n.cleaner.add(c.cmd.redone(), true)
 	}
 	*c.slot = rep
 	c.out <- c.idx
 	if c.fin != nil {
 		c.fin.one()
+	}
+	if c.buf != nil {
+		c.buf.unref()
 	}
 }
 
@@ -126,8 +137,8 @@ func newPipeTransport(p Pool, o *owner, stall time.Duration, n *node) *pipeTrans
 
 func (t *pipeTransport) start(_ context.Context, c *call) {
 	c.name, c.args = c.cmd.name, c.cmd.args
-	if s := c.cmd.script; s != nil {
-		c.name, c.args = "EVALSHA", c.cmd.wire
+	if c.cmd.script != nil {
+		c.name = "EVALSHA"
 	}
 	t.conn.Send(c)
 }
@@ -163,7 +174,7 @@ func (t *poolTransport) run(ctx context.Context, c *call) {
 	defer conn.Close()
 	var v any
 	if s := c.cmd.script; s != nil {
-		v, err = s.rs.DoContext(ctx, conn, c.cmd.args...)
+		v, err = s.rs.DoContext(ctx, conn, c.cmd.args[1:]...)
 	} else {
 		v, err = redis.DoContext(conn, ctx, c.cmd.name, c.cmd.args...)
 	}

@@ -35,11 +35,13 @@ const (
 // releases published meanwhile were lost, the first waiter of every name
 // then retries at once.
 type waker struct {
-	subs []*pubsub.Subscriber
+	configs []pubsub.Config // one per node that can dial
 
-	mu     sync.Mutex
-	closed bool
-	names  map[string]*interest
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	subs    []*pubsub.Subscriber
+	names   map[string]*interest
 }
 
 // interest is the waiters of one lock name.
@@ -64,9 +66,10 @@ func (wt *waiter) poke() {
 	}
 }
 
-// newWaker returns a waker with one subscriber per node whose pool can
-// dial a dedicated connection (*redis.Pool), or nil when none can. Its
-// goroutines are the owner's; nothing is dialled before the first wait.
+// newWaker returns a waker over the nodes whose pools can dial a dedicated
+// connection (*redis.Pool), or nil when none can. Its subscribers (one per
+// such node, goroutines of the owner) start with the first wait, so that a
+// factory whose Acquire calls never block runs none.
 func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.Logger) *waker {
 	w := &waker{names: map[string]*interest{}}
 	for _, n := range nodes {
@@ -74,7 +77,7 @@ func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.L
 		if dial == nil {
 			continue
 		}
-		sub, err := pubsub.New(pubsub.Config{
+		w.configs = append(w.configs, pubsub.Config{
 			Dial:           dial,
 			Spawn:          o.spawn,
 			OnMessage:      w.notify,
@@ -86,15 +89,26 @@ func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.L
 			MaxBackoff:     maxSubscriberBackoff,
 			Logger:         logger,
 		})
-		if err != nil { // the owner is closed: no wake-ups, Acquire polls
-			continue
-		}
-		w.subs = append(w.subs, sub)
 	}
-	if len(w.subs) == 0 {
+	if len(w.configs) == 0 {
 		return nil
 	}
 	return w
+}
+
+// start makes the subscribers on the first wait; w.mu is held. A
+// subscriber the owner refuses (it is closing) is left out: its waiters
+// poll.
+func (w *waker) start() {
+	if w.started || w.closed {
+		return
+	}
+	w.started = true
+	for _, cfg := range w.configs {
+		if sub, err := pubsub.New(cfg); err == nil {
+			w.subs = append(w.subs, sub)
+		}
+	}
 }
 
 // dialerOf returns a function that opens a connection of its own to the
@@ -120,12 +134,18 @@ func dialerOf(p Pool) func(ctx context.Context) (redis.Conn, error) {
 func (w *waker) watch(name string) (*waiter, *interest, func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.start()
 	in := w.names[name]
 	if in == nil { // a new subscription: ready closes when a node confirms it
 		in = &interest{ready: make(chan struct{})}
 		w.names[name] = in
 		for _, s := range w.subs {
 			_ = s.Subscribe(releaseChannelPrefix + name) // fails only once closed
+			if s.Confirmed(releaseChannelPrefix + name) {
+				// Put back before its UNSUBSCRIBE was written: the node
+				// never stopped delivering, and will not confirm again.
+				in.readyOnce.Do(func() { close(in.ready) })
+			}
 		}
 	}
 	wt := &waiter{wake: make(chan struct{}, 1)}
@@ -238,8 +258,9 @@ func (w *waker) close() {
 			wt.poke()
 		}
 	}
+	subs := w.subs
 	w.mu.Unlock()
-	for _, s := range w.subs {
+	for _, s := range subs {
 		s.Close()
 	}
 }

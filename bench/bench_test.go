@@ -27,7 +27,7 @@ func TestQuickRun(t *testing.T) {
 	if err := run(context.Background(), []string{"-quick", "-out", out}, &stdout, io.Discard); err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())
 	}
-	for _, want := range []string{"| W1-3 | redlock |", "| W4 | floor |", "Goals", "| W6 | locks lost redlock |"} {
+	for _, want := range []string{"| W1-3 | redlock |", "| W1-3 | redlock-fenced |", "| W4 | floor |", "Goals", "| W6 | locks lost redlock |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}

@@ -153,6 +153,15 @@ func targets() []target {
 	}
 	ts = append(ts,
 		target{
+			name: "redlock-fenced",
+			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+				return benchkit.Ours("redlock-fenced", lockPools(ps), redlock.WithFencing(true))
+			},
+			// Fencing adds one round trip to an acquisition: its cost shows
+			// in the uncontended cycle.
+			runs: func(w benchkit.Workload) bool { return w.Goal() == "W1" },
+		},
+		target{
 			name: "redsync",
 			build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 				return newRedsync("redsync", ps, false), nil

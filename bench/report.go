@@ -123,6 +123,9 @@ func (r *report) evaluate() []check {
 		if fl, ok := get(id, "floor"); ok {
 			ratio(id, "cycle p50 redlock/floor", "<=", 1.3, float64(ours.Cycle.P50), float64(fl.Cycle.P50), ms)
 		}
+		if fe, ok := get(id, "redlock-fenced"); ok {
+			ratio(id, "cycle p50 redlock-fenced/redlock", "<=", 1.6, float64(fe.Cycle.P50), float64(ours.Cycle.P50), ms)
+		}
 	}
 	if ours, ok := get("W2", "redlock"); ok {
 		if rs, ok := get("W2", "redsync"); ok {

@@ -5,8 +5,11 @@
 // nodes, lost replies, a crashed holder), and check every history with one
 // monotonic clock: the validity intervals of different holders of a lock
 // never overlap, a counter guarded by the lock loses no update, and failed
-// attempts leave no keys behind. Deliberately broken Redlock variants,
-// built inside the tests, show that the checks catch what they must.
+// attempts leave no keys behind. With fencing on, tokens grow in
+// acquisition order and a store that refuses stale tokens loses no update,
+// even when holders pause past their validity. Deliberately broken Redlock
+// and fencing variants, built inside the tests, show that the checks catch
+// what they must.
 //
 // Run it with
 //

@@ -85,6 +85,7 @@ type history struct {
 	failures  map[string]int
 	latencies []time.Duration // of successful acquires
 	witness   map[string]*witness
+	tokens    []issue // fencing tokens handed out (fencing_test.go)
 }
 
 func newHistory() *history {
@@ -324,8 +325,9 @@ type workload struct {
 	expire     bool // hold to the end of the validity and never release
 	witness    bool // run the read-sleep-write counter in the critical section
 	// section, when set, is the critical section instead of hold and
-	// witness; end is where the holder's validity ends.
-	section func(name string, end time.Duration, rng *rand.Rand)
+	// witness; end is where the holder's validity ends, fence the
+	// holding's fencing token (0 when not fenced).
+	section func(name string, fence int64, end time.Duration, rng *rand.Rand)
 	target  int // stop after this many successes (0: only when stopped)
 }
 
@@ -371,8 +373,13 @@ func (w workload) once(ctx context.Context, h *history, name string, rng *rand.R
 	h.attempt(t0, t1, nil)
 	won()
 	end := t1 + v
+	var fence int64
+	if f, ok := l.(fencer); ok {
+		fence = f.fence()
+		h.issued(name, fence, t0, t1)
+	}
 	if w.section != nil {
-		w.section(name, end, rng)
+		w.section(name, fence, end, rng)
 		stopAt := now()
 		h.hold(name, l.id(), t1, min(end, stopAt))
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -419,6 +426,7 @@ type libLocker struct{ l *redlock.Lock }
 func (l libLocker) acquire(ctx context.Context) (time.Duration, error) { return l.l.TryAcquire(ctx) }
 func (l libLocker) release(ctx context.Context) error                  { return l.l.Release(ctx) }
 func (l libLocker) id() string                                         { return l.l.Token() }
+func (l libLocker) fence() int64                                       { return l.l.Fence() }
 
 // libLockers makes lockers of a factory whose options make TryAcquire one
 // attempt (WithRetryTimes(0)).

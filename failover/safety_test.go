@@ -42,6 +42,7 @@ func TestSafety(t *testing.T) {
 	t.Run("08_connection_resets", s.connectionResets)
 	t.Run("09_partitioned_autoextending_holder", s.partitionedHolder)
 	t.Run("10_checker_sensitivity", s.checkerSensitivity)
+	t.Run("11_fencing", s.fencing)
 }
 
 // pick returns full, or quick under -short.
@@ -161,7 +162,7 @@ func (s *suite) lostUpdate(t *testing.T) {
 	w := workload{
 		clients: 8, names: []string{"s2:lock"}, newLocker: libLockers(f),
 		retryDelay: 5 * time.Millisecond, target: s.pick(400, 150),
-		section: func(_ string, end time.Duration, rng *rand.Rand) {
+		section: func(_ string, _ int64, end time.Duration, rng *rand.Rand) {
 			n, err := redis.Int64(s.do(4, "GET", key))
 			if err != nil && !errors.Is(err, redis.ErrNil) {
 				sectionErrs.Add(1)

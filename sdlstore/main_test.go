@@ -1,7 +1,6 @@
 package sdlstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/redlockplus/redlock/internal/leakcheck"
 	"github.com/redlockplus/redlock/internal/redistest"
 	"github.com/redlockplus/redlock/sdlstore"
+	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
 )
 
 // exampleURL is the redis:// URL of the redis-server the Example functions
@@ -87,28 +87,12 @@ func (e *env) raw(n *redistest.Node) redis.Conn {
 	return c
 }
 
-// ctx returns a context bounded for one test step.
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
-// must fails the test on err.
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// wantErr checks that err matches target and ErrSDL.
-func wantErr(t *testing.T, err, target error) {
-	t.Helper()
-	if !errors.Is(err, target) || !errors.Is(err, sdlstore.ErrSDL) {
-		t.Fatalf("error %v: want %v (and ErrSDL)", err, target)
-	}
-}
+// Helpers shared with the suite.
+var (
+	ctx     = sdlsuite.Ctx
+	must    = sdlsuite.Must
+	wantErr = sdlsuite.WantErr
+)
 
 // forInstances runs f as a subtest with 1 and with 3 instances.
 func forInstances(t *testing.T, f func(t *testing.T, e *env)) {

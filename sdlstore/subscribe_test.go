@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,41 +42,6 @@ func (n note) is(channel string, events ...string) bool {
 	return n.channel == channel && slices.Equal(n.events, events)
 }
 
-func TestNotificationsListener(t *testing.T) {
-	forInstances(t, func(t *testing.T, e *env) {
-		c, s := ctx(t), e.s
-		cb, next := collector(t)
-		must(t, s.SubscribeChannel(c, "nsA", cb, "ch1", "ch2"))
-		must(t, s.SubscribeChannel(c, "nsB", cb, "ch1"))
-		must(t, s.SetAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch1": {"a", "b"}}, map[string][]byte{"k": []byte("v")}))
-		if n := next(); !n.is("ch1", "a", "b") {
-			t.Fatalf("got %+v", n)
-		}
-		must(t, s.SetAndPublish(c, "nsB", sdlstore.ChannelEvents{"ch1": {"fromB"}}, map[string][]byte{"k": []byte("v")}))
-		if n := next(); !n.is("ch1", "fromB") {
-			t.Fatalf("got %+v", n)
-		}
-		// Unsubscribed channels are no longer delivered; others still are.
-		must(t, s.UnsubscribeChannel(c, "nsA", "ch1"))
-		must(t, s.SetAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch1": {"dropped"}, "ch2": {"kept"}}, map[string][]byte{"k": []byte("v")}))
-		if n := next(); !n.is("ch2", "kept") {
-			t.Fatalf("got %+v", n)
-		}
-		// Re-subscribing replaces the callback.
-		cb2, next2 := collector(t)
-		must(t, s.SubscribeChannel(c, "nsA", cb2, "ch2"))
-		must(t, s.RemoveAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch2": {"second"}}, "k"))
-		if n := next2(); !n.is("ch2", "second") {
-			t.Fatalf("got %+v", n)
-		}
-		// StartEventListener is the default already; a second call is rejected.
-		must(t, s.StartEventListener())
-		wantErr(t, s.StartEventListener(), sdlstore.ErrRejectedByBackend)
-		_, _, _, err := s.HandleEvents(c)
-		wantErr(t, err, sdlstore.ErrRejectedByBackend)
-	})
-}
-
 // All channels of all namespaces of an instance share one connection.
 func TestNotificationsShareOneConnection(t *testing.T) {
 	e := newEnv(t, 1)
@@ -90,67 +54,6 @@ func TestNotificationsShareOneConnection(t *testing.T) {
 	if n := strings.Count(list, "\n"); n != 1 || !strings.Contains(list, "sub=9") {
 		t.Fatalf("pubsub clients:\n%s", list)
 	}
-}
-
-func TestNotificationsPolling(t *testing.T) {
-	e := newEnv(t, 3, sdlstore.WithEventPolling())
-	c, s := ctx(t), e.s
-	var mu sync.Mutex
-	var calls []note
-	cb := func(ch string, evs []string) { mu.Lock(); calls = append(calls, note{ch, evs}); mu.Unlock() }
-	if _, _, ok, err := s.HandleEvents(c); ok || err != nil {
-		t.Fatalf("HandleEvents with nothing queued = %v, %v", ok, err)
-	}
-	must(t, s.SubscribeChannel(c, "poll", cb, "ch"))
-	must(t, s.SetAndPublish(c, "poll", sdlstore.ChannelEvents{"ch": {"e1"}}, map[string][]byte{"k": {}}))
-	must(t, s.SetAndPublish(c, "poll", sdlstore.ChannelEvents{"ch": {"e2", "e3"}}, map[string][]byte{"k": {}}))
-	var got []note
-	deadline := time.Now().Add(10 * time.Second)
-	for len(got) < 2 && time.Now().Before(deadline) {
-		ch, evs, ok, err := s.HandleEvents(c)
-		must(t, err)
-		if ok {
-			got = append(got, note{ch, evs})
-		} else {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	if len(got) != 2 || !got[0].is("ch", "e1") || !got[1].is("ch", "e2", "e3") {
-		t.Fatalf("HandleEvents returned %+v", got)
-	}
-	mu.Lock()
-	if len(calls) != 2 {
-		t.Fatalf("callback ran %d times in HandleEvents, want 2", len(calls))
-	}
-	mu.Unlock()
-	// Nothing is delivered in the background in polling mode.
-	must(t, s.SetAndPublish(c, "poll", sdlstore.ChannelEvents{"ch": {"queued"}}, map[string][]byte{"k": {}}))
-	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	if len(calls) != 2 {
-		t.Fatalf("callback ran in the background in polling mode")
-	}
-	mu.Unlock()
-	// Switching to the listener delivers what is queued and rejects polling.
-	must(t, s.StartEventListener())
-	deadline = time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		n := len(calls)
-		mu.Unlock()
-		if n == 3 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	mu.Lock()
-	if len(calls) != 3 || !calls[2].is("ch", "queued") {
-		t.Fatalf("after StartEventListener: %+v", calls)
-	}
-	mu.Unlock()
-	_, _, _, err := s.HandleEvents(c)
-	wantErr(t, err, sdlstore.ErrRejectedByBackend)
-	wantErr(t, s.StartEventListener(), sdlstore.ErrRejectedByBackend)
 }
 
 // A blocked callback does not stall the connection's reader: new

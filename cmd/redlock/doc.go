@@ -31,7 +31,10 @@
 // a terminal the group is made the terminal's foreground group, so CMD can
 // read the terminal and gets Ctrl-C directly; a CMD stopped with Ctrl-Z is
 // resumed at once, since its lock would keep running out. On Linux CMD gets
-// SIGTERM if redlock itself dies. CMD sees REDLOCK_NAME and REDLOCK_TOKEN.
+// SIGTERM if redlock itself dies. CMD sees REDLOCK_NAME and REDLOCK_TOKEN,
+// and with --fencing REDLOCK_FENCE, a fencing token larger than every
+// earlier holder's (redlock.WithFencing).
+//
 // With --permits N, NAME is a semaphore: CMD runs once one of its N
 // permits is free (Factory.NewSemaphore) and sees REDLOCK_PERMIT.
 //
@@ -40,8 +43,8 @@
 // (exit 76), and resigns when CMD exits. CMD sees REDLOCK_VALUE.
 //
 // status reads the lock on every node without taking it (Factory.Inspect):
-// per node the key's presence, token and TTL, and whether a quorum holds
-// one token. It exits 0 when the lock is held and 3 when it is free, as
+// per node the key's presence, token, TTL and last fencing token, and
+// whether a quorum holds one token. It exits 0 when the lock is held and 3 when it is free, as
 // systemctl is-active does, so that scripts need not parse its output.
 //
 // dev starts N in-process miniredis nodes on loopback ports and prints the

@@ -58,6 +58,7 @@ type runCmd struct {
 	killGrace time.Duration
 	verbose   bool
 	permits   int // 0: a plain lock; else a semaphore of that many permits
+	fencing   bool
 	stderr    io.Writer
 }
 
@@ -80,7 +81,11 @@ to redlock are forwarded to that group; the lock is released once CMD has
 exited. If the lock is lost while CMD runs (its keys vanished, or a quorum
 of nodes could not be reached before its validity ran out), the group gets
 SIGTERM, then SIGKILL after --kill-grace. CMD sees REDLOCK_NAME and
-REDLOCK_TOKEN in its environment.
+REDLOCK_TOKEN in its environment. With --fencing it also sees REDLOCK_FENCE,
+a fencing token larger than that of every earlier holder of NAME: pass it
+to the resource CMD writes to, which refuses a token below one it has seen,
+so that a CMD that outlived its lock (a paused host) cannot overwrite the
+work of the next holder.
 
 Exit codes:
   CMD's own   CMD exited (128+n if signal n killed it)
@@ -91,7 +96,8 @@ Exit codes:
   126, 127    CMD cannot be executed, or was not found`,
 		Example: `  redlock run --ttl 30s --wait 1m nightly-report -- ./report.sh --full
   redlock run --no-wait migrations -- make migrate    # skip if another host runs it
-  redlock run --permits 4 --wait forever encoder -- ./encode.sh   # at most 4 at once`,
+  redlock run --permits 4 --wait forever encoder -- ./encode.sh   # at most 4 at once
+  redlock run --fencing ledger -- sh -c 'psql -v fence="$REDLOCK_FENCE" -f post.sql'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
@@ -130,6 +136,8 @@ Exit codes:
 	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
 	f.IntVar(&r.permits, "permits", 0, "hold one of N permits of the semaphore NAME instead of the lock NAME")
+	f.BoolVar(&r.fencing, "fencing", false, "mint a fencing token and export it to CMD as REDLOCK_FENCE")
+	cmd.MarkFlagsMutuallyExclusive("permits", "fencing")
 	cmd.MarkFlagsMutuallyExclusive("wait", "no-wait")
 	_ = cmd.RegisterFlagCompletionFunc("wait", cobra.FixedCompletions([]string{"10s", "1m", "10m", "forever"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -147,7 +155,7 @@ func (r *runCmd) run(name string, argv []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := r.connect(ctx)
+	c, err := r.connect(ctx, redlock.WithFencing(r.fencing))
 	if err != nil {
 		return err
 	}
@@ -165,6 +173,9 @@ func (r *runCmd) run(name string, argv []string) error {
 	if sem, ok := lock.(*redlock.Semaphore); ok {
 		env = append(env, "REDLOCK_PERMIT="+strconv.Itoa(sem.Permit()))
 	}
+	if r.fencing { // a plain Lock: --fencing excludes --permits
+		env = append(env, "REDLOCK_FENCE="+strconv.FormatInt(lock.(*redlock.Lock).Fence(), 10))
+	}
 	ch, err := startChild(argv, env)
 	if err != nil {
 		r.release(lock)
@@ -180,7 +191,7 @@ func (r *runCmd) run(name string, argv []string) error {
 
 // connect opens the nodes and checks that a quorum answers, warning about
 // the others.
-func (r *runCmd) connect(ctx context.Context) (*cluster, error) {
+func (r *runCmd) connect(ctx context.Context, opts ...redlock.Option) (*cluster, error) {
 	urls, _, err := r.nodes.urls()
 	if err != nil {
 		return nil, err
@@ -188,7 +199,7 @@ func (r *runCmd) connect(ctx context.Context) (*cluster, error) {
 	if urls == nil {
 		return nil, noNodesError()
 	}
-	c, err := openCluster(urls, r.lock.options()...)
+	c, err := openCluster(urls, append(r.lock.options(), opts...)...)
 	if err != nil {
 		return nil, err
 	}

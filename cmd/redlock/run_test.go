@@ -447,3 +447,40 @@ func TestStatusJSON(t *testing.T) {
 		t.Errorf("human status with 1 of 3 nodes: exit %d, want %d and UNKNOWN\n%s", human.code, exitUnavailable, human.stdout)
 	}
 }
+
+// TestRunFencingExportsAGrowingToken: successive `redlock run --fencing`
+// children see ever larger REDLOCK_FENCE values, `redlock status` shows
+// the last one on a quorum of nodes, and without --fencing there is none.
+func TestRunFencingExportsAGrowingToken(t *testing.T) {
+	c := redistest.Start(t, 3)
+	env := nodesEnv(c.URLs())
+	var last int64
+	for i := range 3 {
+		r := cli(t, env, "run", "--fencing", "fenced-job", "--", "sh", "-c", `echo "$REDLOCK_FENCE"`)
+		fence, err := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
+		if r.code != 0 || err != nil || fence <= last {
+			t.Fatalf("child %d: exit %d, REDLOCK_FENCE %q (after %d), stderr %q", i, r.code, r.stdout, last, r.stderr)
+		}
+		last = fence
+	}
+	r := cli(t, env, "status", "--json", "fenced-job")
+	var st statusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	committed := 0
+	for _, n := range st.Nodes {
+		if n.Fence == last {
+			committed++
+		}
+	}
+	if committed < st.Quorum {
+		t.Fatalf("status shows fence %d on %d nodes, want a quorum: %+v", last, committed, st.Nodes)
+	}
+	if r := cli(t, env, "status", "fenced-job"); !strings.Contains(r.stdout, "FENCE") || !strings.Contains(r.stdout, strconv.FormatInt(last, 10)) {
+		t.Fatalf("status table lacks the fence %d:\n%s", last, r.stdout)
+	}
+	if r := cli(t, env, "run", "plain-job", "--", "sh", "-c", `test -z "$REDLOCK_FENCE"`); r.code != 0 {
+		t.Fatalf("REDLOCK_FENCE set without --fencing (exit %d)", r.code)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/redlockplus/redlock"
@@ -29,6 +30,7 @@ type nodeStatusJSON struct {
 	Token  string `json:"token,omitempty"`
 	Holder bool   `json:"holder"` // the node stores the quorum holder's token
 	TTLMs  int64  `json:"ttl_ms"`
+	Fence  int64  `json:"fence"` // the last fencing token committed on the node; 0 when none
 	Error  string `json:"error,omitempty"`
 }
 
@@ -40,8 +42,9 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status [flags] NAME",
 		Short: "Show who holds a lock, node by node",
 		Long: `Read the lock NAME on every node without taking it: whether the node holds
-the key, its token and remaining TTL, and whether a quorum of nodes holds
-the same token (the lock is held).
+the key, its token and remaining TTL, the last fencing token committed on
+it (locks taken with --fencing), and whether a quorum of nodes holds the
+same token (the lock is held).
 
 Exit codes, so that scripts need not parse the output:
   0   the lock is held
@@ -108,7 +111,7 @@ func toStatusJSON(in redlock.Inspection, addrs []string) statusJSON {
 		if (addr == "" || addr == "unknown address") && i < len(addrs) {
 			addr = addrs[i]
 		}
-		ns := nodeStatusJSON{Node: n.Node, Addr: addr, HasKey: n.Token != "", Token: n.Token, TTLMs: n.TTL.Milliseconds()}
+		ns := nodeStatusJSON{Node: n.Node, Addr: addr, HasKey: n.Token != "", Token: n.Token, TTLMs: n.TTL.Milliseconds(), Fence: n.Fence}
 		ns.Holder = in.Held() && n.Token == in.Holder
 		if n.Err != nil {
 			ns.Error = cause(n.Err)
@@ -131,7 +134,7 @@ func printStatus(w io.Writer, st statusJSON, s style) {
 	default:
 		fmt.Fprintf(w, "lock %q is %s (no token on a quorum of %d of %d nodes)\n", st.Name, s.bold("FREE"), st.Quorum, len(st.Nodes))
 	}
-	rows := [][]cell{{plain("NODE"), plain("ADDRESS"), plain("KEY"), plain("TOKEN"), plain("TTL")}}
+	rows := [][]cell{{plain("NODE"), plain("ADDRESS"), plain("KEY"), plain("TOKEN"), plain("TTL"), plain("FENCE")}}
 	for _, n := range st.Nodes {
 		key, token, ttl := plain("absent"), plain("-"), plain("-")
 		switch {
@@ -142,7 +145,11 @@ func printStatus(w io.Writer, st statusJSON, s style) {
 		case n.HasKey:
 			key, token, ttl = cell{"other", s.yellow}, plain(shortToken(n.Token)), plain(ms(n.TTLMs))
 		}
-		rows = append(rows, []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr), key, token, ttl})
+		fence := plain("-")
+		if n.Fence != 0 {
+			fence = plain(strconv.FormatInt(n.Fence, 10))
+		}
+		rows = append(rows, []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr), key, token, ttl, fence})
 	}
 	writeTable(w, "  ", rows)
 }

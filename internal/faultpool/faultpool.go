@@ -20,7 +20,9 @@ var ErrInjected = errors.New("faultpool: injected fault")
 // long. With LoseReplies on, every command is executed by the
 // server but its reply is withheld until the caller's context ends, as when
 // the connection is reset after the command was sent. With Refuse on,
-// GetContext fails at once.
+// GetContext fails at once. With BreakAfter set to n > 0, the commands
+// started after the n-th fail without being sent, as when a node becomes
+// unreachable between two commands.
 type Pool struct {
 	Inner interface {
 		GetContext(ctx context.Context) (redis.Conn, error)
@@ -29,6 +31,8 @@ type Pool struct {
 	Refuse      atomic.Bool
 	DelayNanos  atomic.Int64 // added before each reply is returned
 	Commands    atomic.Int64 // commands that reached the server
+	BreakAfter  atomic.Int64 // if > 0, commands started beyond it fail unsent
+	started     atomic.Int64
 }
 
 // GetContext returns a wrapped connection.
@@ -50,6 +54,9 @@ type conn struct {
 
 // DoContext runs the command for real, then loses the reply if asked to.
 func (c *conn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	if n, i := c.p.BreakAfter.Load(), c.p.started.Add(1); n > 0 && i > n {
+		return nil, ErrInjected
+	}
 	v, err := redis.DoContext(c.Conn, context.WithoutCancel(ctx), cmd, args...)
 	c.p.Commands.Add(1)
 	if d := time.Duration(c.p.DelayNanos.Load()); d > 0 {

@@ -21,16 +21,22 @@ const maxPause = 100 * time.Millisecond
 // returns an error listing the stacks of those still running then; nil if
 // none is.
 func Find(wait time.Duration) error {
+	return poll(wait, running)
+}
+
+// poll calls leaked until it returns nothing or wait has passed, and
+// reports what it returned last.
+func poll(wait time.Duration, leaked func() []string) error {
 	deadline := time.Now().Add(wait)
 	pause := time.Millisecond
 	for {
-		leaked := running()
-		if len(leaked) == 0 {
+		found := leaked()
+		if len(found) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("leakcheck: %d goroutines still running after %v:\n\n%s",
-				len(leaked), wait, strings.Join(leaked, "\n\n"))
+				len(found), wait, strings.Join(found, "\n\n"))
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, maxPause)
@@ -122,25 +128,15 @@ func Current() Snapshot {
 
 // FindNew is Find for the goroutines that were not running at before.
 func FindNew(before Snapshot, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	pause := time.Millisecond
-	for {
-		var leaked []string
+	return poll(wait, func() []string {
+		var found []string
 		for _, stack := range running() {
 			if !before[goroutineID(stack)] {
-				leaked = append(leaked, stack)
+				found = append(found, stack)
 			}
 		}
-		if len(leaked) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("leakcheck: %d new goroutines still running after %v:\n\n%s",
-				len(leaked), wait, strings.Join(leaked, "\n\n"))
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, maxPause)
-	}
+		return found
+	})
 }
 
 // goroutineID reads the id from a stack's header, "goroutine 7 [running]:".

@@ -121,6 +121,18 @@ func (s *Subscriber) WaitConfirmed(ctx context.Context, channels ...string) erro
 	return ctx.Err()
 }
 
+// Confirmed reports whether channel is in the set and confirmed on the
+// current connection: a message published on it now is delivered. A
+// channel taken out and put back before the writer ran was never
+// unsubscribed on the server; it is confirmed at once, and OnConfirm is not
+// called for it again.
+func (s *Subscriber) Confirmed(channel string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.set.chans[channel]
+	return !s.closed && c != nil && c.confirmed()
+}
+
 // Close stops the Subscriber: it closes the connection, fails waiting
 // WaitConfirmed calls with ErrClosed and waits for its goroutines. Later
 // calls of any method fail with ErrClosed; Close itself is idempotent. It

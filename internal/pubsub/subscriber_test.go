@@ -189,3 +189,31 @@ func TestConcurrentTogglesEndInTheLastState(t *testing.T) {
 		eventually(t, "NUMSUB "+ch, func() bool { return numsub(t, node, ch) == want })
 	}
 }
+
+// TestConfirmedAcrossAQuickResubscribe: a channel taken out and put back
+// before the writer ran stays confirmed, and says so at once, since the
+// server will not confirm it again.
+func TestConfirmedAcrossAQuickResubscribe(t *testing.T) {
+	s, _ := newSub(t, start(t), nil)
+	must(t, s.Subscribe("quick"))
+	must(t, s.WaitConfirmed(ctx(t), "quick"))
+	if !s.Confirmed("quick") {
+		t.Fatal("a confirmed channel reports unconfirmed")
+	}
+	toggled := 0
+	for range 200 {
+		must(t, s.Unsubscribe("quick"))
+		if s.Confirmed("quick") {
+			t.Fatal("a channel out of the set reports confirmed")
+		}
+		must(t, s.Subscribe("quick"))
+		if s.Confirmed("quick") {
+			toggled++ // put back before the UNSUBSCRIBE was written
+		}
+		must(t, s.WaitConfirmed(ctx(t), "quick"))
+	}
+	t.Logf("%d of 200 quick resubscriptions were confirmed at once", toggled)
+	if !s.Confirmed("quick") {
+		t.Fatal("not confirmed at the end")
+	}
+}

@@ -104,25 +104,33 @@ func (e *env) rawSubscriber(i int, channels ...string) func(timeout time.Duratio
 	}
 }
 
-// ctx returns a context bounded for one test.
-func ctx(t *testing.T) context.Context {
+// Ctx returns a context bounded for one test step; sdlstore's own tests
+// use it too.
+func Ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return c
 }
 
-// must fails the test on err.
-func must(t *testing.T, err error) {
+// Must fails the test on err.
+func Must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-// wantErr checks that err matches target and ErrSDL.
-func wantErr(t *testing.T, err, target error) {
+// WantErr checks that err matches target and ErrSDL.
+func WantErr(t *testing.T, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) || !errors.Is(err, sdlstore.ErrSDL) {
 		t.Fatalf("error %v: want %v (and ErrSDL)", err, target)
 	}
 }
+
+// Short names inside the suite.
+var (
+	ctx     = Ctx
+	must    = Must
+	wantErr = WantErr
+)

@@ -1,0 +1,123 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// FenceSuffix is appended to a lock's name to form the key of its fence on
+// every node: lock "orders" keeps its fence in "orders:fence". The fence
+// key has no TTL, so that it outlives every holding (one small string per
+// fenced lock name, never deleted by this package). In Redis Cluster the
+// two keys must share a slot, so a fenced lock's name needs a hash tag,
+// such as "{orders}"; key prefixes and ACL patterns must cover both.
+const FenceSuffix = ":fence"
+
+// ErrFenceNotCommitted is the failure of a fenced attempt whose token
+// could not be written back to a quorum of nodes within the validity. The
+// attempt's keys are released; Acquire retries, TryAcquire counts it as a
+// failed attempt. It matches ErrNotAcquired and ErrRedlock.
+var ErrFenceNotCommitted error = &notAcquiredSentinel{"redlock: fencing token not committed on a quorum"}
+
+// notAcquiredSentinel is a sentinel that is also an ErrNotAcquired.
+type notAcquiredSentinel struct{ msg string }
+
+func (e *notAcquiredSentinel) Error() string { return e.msg }
+func (e *notAcquiredSentinel) Is(target error) bool {
+	return target == ErrRedlock || target == ErrNotAcquired
+}
+
+// WithFencing sets whether each holding of the lock gets a fencing token: a
+// number, larger than that of every earlier holding of the same name, to
+// pass to the protected resource, which refuses requests carrying a token
+// lower than one it has seen (see Lock.Fence and docs/SAFETY.md). It costs
+// one more pipelined round trip per acquisition; Extend mints nothing.
+// Default false. Per lock, or a factory default.
+func WithFencing(on bool) Option { return func(c *config) { c.fencing = on } }
+
+// Fence returns the fencing token of the current holding: positive while
+// the lock is held with WithFencing(true), 0 when it is not held or not
+// fenced. Every holding of a name gets a new, larger token, also after
+// AcquireOrExtend had to acquire anew.
+func (l *Lock) Fence() int64 {
+	if h := l.holding(); h != nil && h.live() {
+		return h.fence
+	}
+	return 0
+}
+
+// Fence returns the fencing token of the current holding; see Lock.Fence.
+// Nested acquisitions share it.
+func (r *RLock) Fence() int64 { return r.lock.Fence() }
+
+// fenceKey is the context key under which Factory.Do passes the token.
+type fenceKey struct{}
+
+// FenceFrom returns the fencing token of the lock that Factory.Do holds
+// around the function given ctx, and whether there is one: false outside
+// Do and for a lock without WithFencing(true).
+func FenceFrom(ctx context.Context) (int64, bool) {
+	t, ok := ctx.Value(fenceKey{}).(int64)
+	return t, ok
+}
+
+// withFence returns ctx carrying h's token, if it has one.
+func withFence(ctx context.Context, h *holding) context.Context {
+	if h.fence == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, fenceKey{}, h.fence)
+}
+
+// acquireCommand is an attempt's command for h: plain SET NX PX, or the
+// fenced acquire script that also reads the node's fence.
+func (l *Lock) acquireCommand(h *holding) *command {
+	if l.setCmd != nil {
+		return l.setCmd(h.arg)
+	}
+	if !l.cfg.fencing {
+		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
+	}
+	return &command{script: acquireFencedScript, args: []any{acquireFencedScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, l.ttlArg}, judge: judgeFence, detached: true}
+}
+
+// judgeFence reads the fenced acquire's reply: nil when the key is taken,
+// else the node's fence value.
+func judgeFence(v any) reply {
+	if v == nil {
+		return reply{}
+	}
+	n, err := redis.Int64(v, nil)
+	return reply{ok: err == nil, value: n, err: err}
+}
+
+// commitFence mints h's token after the attempt's round r won a quorum:
+// t = 1 + the largest fence the quorum returned, written back to every node
+// that still holds h's token. The token counts once a quorum committed
+// within the validity; the new validity is returned. Otherwise the error
+// matches ErrFenceNotCommitted and the caller discards the attempt.
+func (l *Lock) commitFence(ctx context.Context, h *holding, r *round) (time.Duration, error) {
+	var t int64
+	r.each(func(_ *node, rep *reply) {
+		if rep.ok && rep.value > t {
+			t = rep.value
+		}
+	})
+	t++
+	// redigo writes t in decimal, which the script stores as it is.
+	commit := &command{script: fenceCommitScript, args: []any{fenceCommitScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, t}, judge: judgeOne}
+	c := l.fan.run(ctx, commit, false)
+	c.free()
+	validity := l.cfg.ttl - time.Since(r.start) - l.cfg.drift()
+	if !c.reached(l.cfg.quorum) {
+		return 0, fmt.Errorf("%w: %w", ErrFenceNotCommitted, c.detail("fence committed", len(l.fan.nodes), l.cfg.quorum))
+	}
+	if validity <= 0 {
+		return 0, fmt.Errorf("%w: validity %v after the commit is not positive", ErrFenceNotCommitted, validity)
+	}
+	h.fence = t
+	return validity, nil
+}

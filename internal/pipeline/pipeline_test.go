@@ -1,0 +1,229 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/leakcheck"
+	"github.com/redlockplus/redlock/internal/pipeline"
+	"github.com/redlockplus/redlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }
+
+// owner counts the goroutines a Conn starts and can refuse them.
+type owner struct {
+	wg      sync.WaitGroup
+	started atomic.Int64
+	refuse  atomic.Bool
+}
+
+func (o *owner) spawn(fn func()) bool {
+	if o.refuse.Load() {
+		return false
+	}
+	o.started.Add(1)
+	o.wg.Add(1)
+	go func() { defer o.wg.Done(); fn() }()
+	return true
+}
+
+// call is a command whose reply lands in a channel.
+type call struct {
+	name  string
+	args  []any
+	reply chan result
+}
+
+type result struct {
+	v   any
+	err error
+}
+
+func newCall(name string, args ...any) *call {
+	return &call{name: name, args: args, reply: make(chan result, 1)}
+}
+
+func (c *call) Command() (string, []any) { return c.name, c.args }
+func (c *call) Reply(v any, err error)   { c.reply <- result{v, err} }
+
+func (c *call) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case r := <-c.reply:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s %v: no reply", c.name, c.args)
+		return result{}
+	}
+}
+
+func newConn(t *testing.T, nd *redistest.Node, o *owner) *pipeline.Conn {
+	t.Helper()
+	pool := nd.Pool()
+	p := pipeline.New(pipeline.Config{Dial: pool.GetContext, Stall: 250 * time.Millisecond, Spawn: o.spawn})
+	t.Cleanup(func() { p.Close(); o.wg.Wait() })
+	return p
+}
+
+// TestRepliesReachTheirCalls sends from many goroutines at once: every
+// call gets its own reply, and an error reply fails its call only.
+func TestRepliesReachTheirCalls(t *testing.T) {
+	c := redistest.Start(t, 1)
+	o := &owner{}
+	p := newConn(t, c.Nodes[0], o)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				want := fmt.Sprintf("%d-%d", g, i)
+				echo := newCall("ECHO", want)
+				p.Send(echo)
+				if i%50 == 0 { // an error reply between the others
+					bad := newCall("NOSUCHCOMMAND")
+					p.Send(bad)
+					var re redis.Error
+					if r := bad.wait(t); !errors.As(r.err, &re) {
+						t.Errorf("an unknown command replied %v, %v; want an error reply", r.v, r.err)
+					}
+				}
+				r := echo.wait(t)
+				if got, _ := redis.String(r.v, r.err); got != want {
+					t.Errorf("ECHO %s replied %q, %v", want, got, r.err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestEnqueueFromReply resends a call from its Reply, as a NOSCRIPT retry
+// does: the write happens in a goroutine of the owner.
+func TestEnqueueFromReply(t *testing.T) {
+	c := redistest.Start(t, 1)
+	o := &owner{}
+	p := newConn(t, c.Nodes[0], o)
+	warm := newCall("PING")
+	p.Send(warm)
+	warm.wait(t)
+	before := o.started.Load()
+	r := &resender{p: p, done: make(chan result, 1)}
+	p.Send(r)
+	select {
+	case res := <-r.done:
+		if got, _ := redis.String(res.v, res.err); got != "second" {
+			t.Fatalf("the resent call replied %v, %v", res.v, res.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resent call got no reply")
+	}
+	if o.started.Load() == before {
+		t.Fatal("Enqueue wrote without a goroutine of the owner")
+	}
+}
+
+// resender sends ECHO first, then, from its Reply, ECHO second.
+type resender struct {
+	p     *pipeline.Conn
+	tries int
+	done  chan result
+}
+
+func (r *resender) Command() (string, []any) {
+	if r.tries == 0 {
+		return "ECHO", []any{"first"}
+	}
+	return "ECHO", []any{"second"}
+}
+
+func (r *resender) Reply(v any, err error) {
+	r.tries++
+	if r.tries == 1 {
+		r.p.Enqueue(r)
+		return
+	}
+	r.done <- result{v, err}
+}
+
+// TestHungNodeFailsCallsThenRedials pauses the server: calls in flight
+// fail once their replies are overdue, and after the server is back the
+// next call dials a new connection.
+func TestHungNodeFailsCallsThenRedials(t *testing.T) {
+	c := redistest.Start(t, 1)
+	o := &owner{}
+	p := newConn(t, c.Nodes[0], o)
+	warm := newCall("PING")
+	p.Send(warm)
+	warm.wait(t)
+	c.Nodes[0].Pause()
+	stuck := newCall("PING")
+	p.Send(stuck)
+	if r := stuck.wait(t); r.err == nil {
+		t.Fatal("a call to a hung server succeeded")
+	}
+	c.Nodes[0].Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		again := newCall("PING")
+		p.Send(again)
+		r := again.wait(t)
+		if r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no working connection after the server came back: %v", r.err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCloseAndRefusal: calls after Close fail with ErrClosed, and so do
+// calls whose goroutine the owner refuses.
+func TestCloseAndRefusal(t *testing.T) {
+	c := redistest.Start(t, 1)
+	o := &owner{}
+	o.refuse.Store(true)
+	p := newConn(t, c.Nodes[0], o)
+	refused := newCall("PING")
+	p.Send(refused) // needs a dial, which needs a goroutine
+	if r := refused.wait(t); !errors.Is(r.err, pipeline.ErrClosed) {
+		t.Fatalf("refused dial: %v, want ErrClosed", r.err)
+	}
+	o.refuse.Store(false)
+	ok := newCall("PING")
+	p.Send(ok)
+	if r := ok.wait(t); r.err != nil {
+		t.Fatal(r.err)
+	}
+	p.Close()
+	late := newCall("PING")
+	p.Send(late)
+	if r := late.wait(t); !errors.Is(r.err, pipeline.ErrClosed) {
+		t.Fatalf("after Close: %v, want ErrClosed", r.err)
+	}
+}
+
+// TestSetupFailureFailsCalls: a connection whose setup fails is not used.
+func TestSetupFailureFailsCalls(t *testing.T) {
+	c := redistest.Start(t, 1)
+	o := &owner{}
+	pool := c.Nodes[0].Pool()
+	broken := errors.New("setup refused")
+	p := pipeline.New(pipeline.Config{Dial: pool.GetContext, Stall: time.Second, Spawn: o.spawn,
+		Setup: func(context.Context, redis.Conn) error { return broken }})
+	defer func() { p.Close(); o.wg.Wait() }()
+	call := newCall("PING")
+	p.Send(call)
+	if r := call.wait(t); !errors.Is(r.err, broken) {
+		t.Fatalf("call over a failed setup: %v, want the setup's error", r.err)
+	}
+}
