@@ -172,7 +172,7 @@ func (s *suite) recipeRWLock(t *testing.T) {
 	note := s.minorityWindows(t, h)
 	stop()
 	ivs := h.intervals()
-	writers, cross := len(findOverlaps(ivs)) - readerPairs(ivs), crossOverlaps(ivs, "r:rw", "r:rw/r")
+	writers, cross := len(findOverlaps(ivs))-readerPairs(ivs), crossOverlaps(ivs, "r:rw", "r:rw/r")
 	r := h.figures("12 read-write lock, 4 writers, 8 readers, minority faults", w.clients)
 	r.Note = fmt.Sprintf("writer/writer overlaps %d, writer/reader overlaps %d, up to %d readers at once; acquisitions per window: %s",
 		writers, cross, maxDepth(ivs, "r:rw/r"), note)
