@@ -30,8 +30,10 @@ const minWriterIntent = time.Second
 // writer can never both hold while their validities last. Writers exclude
 // each other as two Locks do.
 //
-// A reader's lease is a key of its own (NAME:rw:r:ID) holding its token
-// with a TTL, listed in the set NAME:rw:readers. It expires by the node's
+// A reader's lease is a key of its own (NAME:rw:r:ID, one ID per
+// ReadLock value: reuse a ReadLock rather than making one per read) holding
+// its token with a TTL, listed in the set NAME:rw:readers, from which each
+// writer attempt drops the ids whose lease is gone. It expires by the node's
 // own clock (PX): no client's time enters a script, and a writer counts a
 // reader live exactly while its key exists on that node. The lease is
 // extended, released and cleaned up like a Lock key, so a ReadLock has
