@@ -62,16 +62,18 @@ type ReadLock struct {
 	name  string
 	l     *Lock   // the reader's lease
 	watch []*Lock // the writer and intent keys, whose releases wake a blocked reader
+	left  []any   // PUBLISH of a reader's departure, on the channel writers follow
 }
 
 // WriteLock is the writer of a read-write lock: it excludes readers and
 // writers of its name; see ReadLock for why. A blocked writer sleeps until
-// another writer's release is announced; a reader's release is not
-// announced to it, so while readers leave it retries after random pauses
-// of at most the retry delay.
+// another writer's release or a reader's Release is announced (pub/sub),
+// with the retry delay as backstop (a reader whose lease expires announces
+// nothing).
 type WriteLock struct {
-	name string
-	l    *Lock // the writer key
+	name  string
+	l     *Lock   // the writer key
+	watch []*Lock // the writer key and the readers' departures, which wake a blocked writer
 	// withdraw deletes this writer's intent: the arguments of release.lua
 	// for the intent key and the writer's id.
 	withdraw []any
@@ -91,7 +93,7 @@ func (f *Factory) NewReadLock(name string, opts ...Option) *ReadLock {
 		return &command{script: rwReadScript, args: args, judge: judgeOne, detached: true}
 	}
 	watch := []*Lock{f.newLock(name+rwWriterSuffix, opts, true), f.newLock(name+rwIntentSuffix, opts, true)}
-	return &ReadLock{name: name, l: l, watch: watch}
+	return &ReadLock{name: name, l: l, watch: watch, left: []any{releaseChannelPrefix + name + rwReadersSuffix, id}}
 }
 
 // NewWriteLock returns the writer of the read-write lock name, with the
@@ -108,7 +110,8 @@ func (f *Factory) NewWriteLock(name string, opts ...Option) *WriteLock {
 		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix)
 		return &command{script: rwWriteScript, args: args, judge: judgeOne, detached: true}
 	}
-	return &WriteLock{name: name, l: l, withdraw: []any{releaseScript.hashArg, 1, name + rwIntentSuffix, id}}
+	readers := f.newLock(name+rwReadersSuffix, opts, true) // only watched
+	return &WriteLock{name: name, l: l, watch: []*Lock{l, readers}, withdraw: []any{releaseScript.hashArg, 1, name + rwIntentSuffix, id}}
 }
 
 // rwCheck is the construction error of a reader's or writer's lock l.
@@ -159,7 +162,7 @@ func (w *WriteLock) TryAcquire(ctx context.Context) (time.Duration, error) {
 // delete publishes on the intent key's channel, which blocked readers
 // follow.
 func (w *WriteLock) acquire(ctx context.Context, maxAttempts int) (time.Duration, error) {
-	v, err := rwAcquire(ctx, w.l, []*Lock{w.l}, maxAttempts)
+	v, err := rwAcquire(ctx, w.l, w.watch, maxAttempts)
 	if err != nil && w.l.initErr == nil {
 		w.l.fan.send(context.Background(), &command{script: releaseScript, args: w.withdraw, judge: judgeOne, detached: true})
 	}
@@ -172,8 +175,15 @@ func (r *ReadLock) Token() string { return r.l.Token() }
 // Extend extends the reader's lease; see Lock.Extend.
 func (r *ReadLock) Extend(ctx context.Context) (time.Duration, error) { return r.l.Extend(ctx) }
 
-// Release ends the reader's lease; see Lock.Release.
-func (r *ReadLock) Release(ctx context.Context) error { return r.l.Release(ctx) }
+// Release ends the reader's lease (see Lock.Release) and announces the
+// departure to blocked writers on every node, without waiting for it.
+func (r *ReadLock) Release(ctx context.Context) error {
+	err := r.l.Release(ctx)
+	if r.l.initErr == nil && !r.l.f.o.closing() {
+		r.l.fan.send(context.Background(), &command{name: "PUBLISH", args: r.left, judge: judgeAny, detached: true})
+	}
+	return err
+}
 
 // Done is closed when the reader's holding ends; see Lock.Done.
 func (r *ReadLock) Done() <-chan struct{} { return r.l.Done() }

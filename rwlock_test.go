@@ -114,6 +114,44 @@ func TestRWLockReaderWokenByWriter(t *testing.T) {
 	r.Release(ctx)
 }
 
+// TestRWLockWriterWokenByReader: a blocked writer wakes on the last
+// reader's Release, though its retry delay is a minute.
+func TestRWLockWriterWokenByReader(t *testing.T) {
+	_, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 20*time.Second)
+	r := f.NewReadLock("sheet")
+	if _, err := r.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := f.NewWriteLock("sheet")
+	got := make(chan error, 1)
+	go func() {
+		_, err := w.Acquire(ctx)
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("writer returned %v while a reader held", err)
+	default:
+	}
+	r.Release(ctx)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer was not woken by the reader's release")
+	}
+	w.Release(ctx)
+}
+
 // TestRWLockReaderLeaseExpires: a reader that neither extends nor releases
 // is no longer counted once its lease expires on the nodes.
 func TestRWLockReaderLeaseExpires(t *testing.T) {
