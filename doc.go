@@ -43,6 +43,24 @@
 // RLock is the reentrant variant: the holder may acquire it again, and only
 // the last Release releases it on the nodes.
 //
+// # Coordination recipes
+//
+// A Factory also makes the primitives beyond the mutex, each with the
+// same quorum, validity, autoextension, Done and Err on loss, context on
+// every call, and pub/sub wake-ups of blocked acquirers (docs/SAFETY.md
+// explains why each is safe):
+//
+//   - NewSemaphore: one of N permits, as one Redlock per permit slot;
+//   - NewReadLock and NewWriteLock: shared readers, one writer; reader
+//     leases expire on the nodes, and a waiting writer keeps new readers
+//     out;
+//   - NewMultiLock: several names together or none, set by one script per
+//     node;
+//   - NewElection: Campaign, Resign, Leader and Observe of one leader whose
+//     key carries its value.
+//
+// Lock, RLock and all of them but Election satisfy Locker.
+//
 // # Factories
 //
 // Locks made by a Factory share its machinery: one auto-pipelined

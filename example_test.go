@@ -160,3 +160,116 @@ func ExampleWithObserver() {
 	fmt.Println(outcomes)
 	// Output: map[acquired:1 refused:1]
 }
+
+func ExampleSemaphore() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+
+	ctx := context.Background()
+
+	// At most two converters run at once, whichever processes they are in.
+	a, b, c := f.NewSemaphore("converters", 2), f.NewSemaphore("converters", 2), f.NewSemaphore("converters", 2)
+	a.Acquire(ctx)
+	b.Acquire(ctx)
+	_, err = c.TryAcquire(ctx)
+	fmt.Println("third:", errors.Is(err, redlock.ErrNotAcquired))
+	a.Release(ctx)
+	_, err = c.TryAcquire(ctx)
+	fmt.Println("third after a release:", err)
+	b.Release(ctx)
+	c.Release(ctx)
+	// Output:
+	// third: true
+	// third after a release: <nil>
+}
+
+func ExampleElection() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithTTL(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	e := f.NewElection("scheduler")
+	if err := e.Campaign(ctx, "host-1"); err != nil { // blocks until leading
+		log.Fatal(err)
+	}
+	leader, _ := f.NewElection("scheduler").Leader(ctx)
+	fmt.Println("leader:", leader)
+	select {
+	case <-e.Done(): // leadership lost: stop leading at once
+		fmt.Println("lost:", e.Err())
+	default:
+		fmt.Println("leading")
+	}
+	e.Resign(ctx)
+	// Output:
+	// leader: host-1
+	// leading
+}
+
+func ExampleMultiLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	// A transfer needs both accounts, or neither.
+	m := f.NewMultiLock([]string{"account:42", "account:7"})
+	if _, err := m.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = f.NewLock("account:7").TryAcquire(ctx)
+	fmt.Println("account:7 taken:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println(m.Release(ctx))
+	// Output:
+	// account:7 taken: true
+	// <nil>
+}
+
+func ExampleReadLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	r1, r2 := f.NewReadLock("catalog"), f.NewReadLock("catalog")
+	r1.Acquire(ctx)
+	_, err = r2.Acquire(ctx)
+	fmt.Println("two readers:", err)
+	_, err = f.NewWriteLock("catalog").TryAcquire(ctx)
+	fmt.Println("writer while reading:", errors.Is(err, redlock.ErrNotAcquired))
+	r1.Release(ctx)
+	r2.Release(ctx)
+	// Output:
+	// two readers: <nil>
+	// writer while reading: true
+}
+
+func ExampleWriteLock() {
+	f, err := redlock.NewFactoryFromURLs(nodeURLs, redlock.WithRetryTimes(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+
+	w := f.NewWriteLock("catalog")
+	if _, err := w.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = f.NewReadLock("catalog").TryAcquire(ctx)
+	fmt.Println("reader while writing:", errors.Is(err, redlock.ErrNotAcquired))
+	fmt.Println(w.Release(ctx))
+	// Output:
+	// reader while writing: true
+	// <nil>
+}

@@ -75,6 +75,9 @@ func withFence(ctx context.Context, h *holding) context.Context {
 // acquireCommand is an attempt's command for h: plain SET NX PX, or the
 // fenced acquire script that also reads the node's fence.
 func (l *Lock) acquireCommand(h *holding) *command {
+	if l.setCmd != nil {
+		return l.setCmd(h.arg)
+	}
 	if !l.cfg.fencing {
 		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
 	}

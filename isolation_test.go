@@ -103,9 +103,9 @@ func TestReleaseWithEndedContext(t *testing.T) {
 			if err := l.Release(ended); err != nil {
 				t.Fatalf("Release with an ended context = %v, want nil", err)
 			}
-			if n := countHolders(t, c, "ended-ctx"); n != 0 {
-				t.Fatalf("key left on %d nodes", n)
-			}
+			// Release returns at quorum: the last node's delete may still be
+			// on its way.
+			waitFor(t, 2*time.Second, "the key to go from every node", func() bool { return countHolders(t, c, "ended-ctx") == 0 })
 		})
 	}
 }
@@ -152,7 +152,9 @@ func TestNoScriptRetryIsOwned(t *testing.T) {
 	for range locks {
 		<-done
 	}
-	if err := leakcheck.FindNew(before, 0); err != nil && strings.Contains(err.Error(), "redlockplus/redlock.") {
+	// Close has joined every goroutine of the factory; redigo's own reader
+	// of a closed connection may take a moment more, hence the short wait.
+	if err := leakcheck.FindNew(before, time.Second); err != nil && strings.Contains(err.Error(), "redlockplus/redlock.") {
 		t.Errorf("after Close: %v", err)
 	}
 }

@@ -37,6 +37,13 @@ type Lock struct {
 	nameArg, ttlArg any
 	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
 
+	// suffix is appended to every new token: an Election's value, so that
+	// the key carries it. Set only while no Acquire runs.
+	suffix string
+	// setCmd, if set, replaces SET NX PX in attempts: the script of a
+	// ReadLock or WriteLock, given the token.
+	setCmd func(token any) *command
+
 	mu        sync.Mutex
 	acquiring bool
 	cur       *holding // the current or most recent holding; nil before the first
@@ -247,7 +254,7 @@ func (l *Lock) endAcquire() {
 // holding, or an error that says why the attempt failed; a failed attempt's
 // keys are discarded on every node that did not refuse.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, error) {
-	token := newToken()
+	token := newToken() + l.suffix
 	h := &holding{token: token, arg: token}
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.

@@ -129,9 +129,12 @@ const (
 	LossExtendRefused
 	// LossCheckRefused: CheckTimes found the token gone from a quorum.
 	LossCheckRefused
+	// LossWithSet: another name of the same MultiLock was lost (or could
+	// not be kept), so the set gave this one up.
+	LossWithSet
 )
 
-var lossNames = [...]string{"expired", "extend_refused", "check_refused"}
+var lossNames = [...]string{"expired", "extend_refused", "check_refused", "with_set"}
 
 // String returns the cause as a lower-case metric attribute value.
 func (c LossCause) String() string {

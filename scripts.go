@@ -40,10 +40,13 @@ var (
 	inspectScript       = loadScript("inspect")
 	acquireFencedScript = loadScript("acquire_fenced")
 	fenceCommitScript   = loadScript("fence_commit")
+	multiSetScript      = loadScript("multi_set")
+	rwReadScript        = loadScript("rw_read")
+	rwWriteScript       = loadScript("rw_write")
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, acquireFencedScript, fenceCommitScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
 
 func init() {
 	for i, s := range allScripts {

@@ -166,6 +166,13 @@ func targets() []target {
 			// in the uncontended cycle.
 			runs: func(w benchkit.Workload) bool { return w.Goal() == "W1" },
 		},
+		recipeTarget("redlock-semaphore", func(f *redlock.Factory, key string) redlock.Locker { return f.NewSemaphore(key, 4) }),
+		recipeTarget("redlock-read", func(f *redlock.Factory, key string) redlock.Locker { return f.NewReadLock(key) }),
+		recipeTarget("redlock-write", func(f *redlock.Factory, key string) redlock.Locker { return f.NewWriteLock(key) }),
+		recipeTarget("redlock-multi2", func(f *redlock.Factory, key string) redlock.Locker {
+			return f.NewMultiLock([]string{key + ":a", key + ":b"})
+		}),
+		recipeTarget("redlock-election", func(f *redlock.Factory, key string) redlock.Locker { return campaigner{f.NewElection(key)} }),
 		target{
 			name: "redsync",
 			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
@@ -192,6 +199,34 @@ func targets() []target {
 	)
 	return ts
 }
+
+// recipeTarget measures one of the other primitives on the uncontended
+// cycle (W1), beside a plain Lock.
+func recipeTarget(name string, make func(f *redlock.Factory, key string) redlock.Locker) target {
+	return target{
+		name: name,
+		build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+			return benchkit.OursRecipe(name, lockPools(ps), make)
+		},
+		runs: func(w benchkit.Workload) bool { return w.Goal() == "W1" },
+	}
+}
+
+// campaigner is an Election as a Locker for the benchmark: a cycle is
+// Campaign and Resign.
+type campaigner struct{ *redlock.Election }
+
+func (c campaigner) Token() string { return "" }
+
+func (c campaigner) Acquire(ctx context.Context) (time.Duration, error) {
+	return 0, c.Campaign(ctx, "bench")
+}
+
+func (c campaigner) TryAcquire(ctx context.Context) (time.Duration, error) { return c.Acquire(ctx) }
+
+func (c campaigner) Extend(context.Context) (time.Duration, error) { return 0, nil }
+
+func (c campaigner) Release(ctx context.Context) error { return c.Resign(ctx) }
 
 func lockPools(ps []*redis.Pool) []redlock.Pool {
 	out := make([]redlock.Pool, len(ps))

@@ -43,6 +43,7 @@ func TestSafety(t *testing.T) {
 	t.Run("09_partitioned_autoextending_holder", s.partitionedHolder)
 	t.Run("10_checker_sensitivity", s.checkerSensitivity)
 	t.Run("11_fencing", s.fencing)
+	t.Run("12_recipes", s.recipes)
 }
 
 // pick returns full, or quick under -short.

@@ -13,7 +13,8 @@
 //
 // # Commands
 //
-//	redlock run [--ttl 30s] [--wait 10s | --wait forever | --no-wait] [--kill-grace 10s] [--metrics-addr :9464] NAME -- CMD [ARGS...]
+//	redlock run [--ttl 30s] [--wait 10s | --wait forever | --no-wait] [--kill-grace 10s] [--permits N] [--metrics-addr :9464] NAME -- CMD [ARGS...]
+//	redlock elect [--wait forever] [--kill-grace 10s] NAME --value V -- CMD [ARGS...]
 //	redlock status [--json] NAME
 //	redlock dev [--nodes 3] [--port 7380]
 //	redlock demo [--workers 4] [--metrics-addr :9464]
@@ -33,6 +34,13 @@
 // SIGTERM if redlock itself dies. CMD sees REDLOCK_NAME and REDLOCK_TOKEN,
 // and with --fencing REDLOCK_FENCE, a fencing token larger than every
 // earlier holder's (redlock.WithFencing).
+//
+// With --permits N, NAME is a semaphore: CMD runs once one of its N
+// permits is free (Factory.NewSemaphore) and sees REDLOCK_PERMIT.
+//
+// elect campaigns in the election NAME with value V (Factory.NewElection),
+// runs CMD while leading, stops it as run does when the leadership is lost
+// (exit 76), and resigns when CMD exits. CMD sees REDLOCK_VALUE.
 //
 // status reads the lock on every node without taking it (Factory.Inspect):
 // per node the key's presence, token, TTL and last fencing token, and

@@ -51,6 +51,7 @@ the REDLOCK_NODES variable. With nothing installed, try:
 	makeGroup(root)
 	root.AddCommand(
 		newRunCmd(),
+		newElectCmd(),
 		newStatusCmd(),
 		newDevCmd(),
 		newDemoCmd(),

@@ -57,6 +57,7 @@ type runCmd struct {
 	noWait    bool
 	killGrace time.Duration
 	verbose   bool
+	permits   int // 0: a plain lock; else a semaphore of that many permits
 	fencing   bool
 	metrics   string // --metrics-addr
 	stderr    io.Writer
@@ -66,10 +67,15 @@ func newRunCmd() *cobra.Command {
 	r := &runCmd{wait: waitValue{d: 10 * time.Second}}
 	cmd := &cobra.Command{
 		Use:   "run [flags] NAME -- CMD [ARGS...]",
-		Short: "Run a command while holding a lock",
+		Short: "Run a command while holding a lock (or one of N permits)",
 		Long: `Acquire the lock NAME, run CMD while extending the lock in the background,
 and release the lock when CMD exits. stdin, stdout and stderr pass straight
 through, and redlock exits with CMD's exit code.
+
+With --permits N, NAME is a semaphore of N permits: CMD runs once fewer
+than N copies hold one, so at most N copies run at once (all copies must
+give the same N). CMD also sees REDLOCK_PERMIT, the permit it holds
+(0 to N-1).
 
 CMD runs in its own process group. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
 to redlock are forwarded to that group; the lock is released once CMD has
@@ -91,6 +97,7 @@ Exit codes:
   126, 127    CMD cannot be executed, or was not found`,
 		Example: `  redlock run --ttl 30s --wait 1m nightly-report -- ./report.sh --full
   redlock run --no-wait migrations -- make migrate    # skip if another host runs it
+  redlock run --permits 4 --wait forever encoder -- ./encode.sh   # at most 4 at once
   redlock run --fencing ledger -- sh -c 'psql -v fence="$REDLOCK_FENCE" -f post.sql'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -116,6 +123,9 @@ Exit codes:
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r.stderr = cmd.ErrOrStderr()
+			if cmd.Flags().Changed("permits") && r.permits < 1 {
+				return usageErr("--permits %d: must be at least 1", r.permits)
+			}
 			return r.run(args[0], args[cmd.ArgsLenAtDash():])
 		},
 	}
@@ -126,8 +136,10 @@ Exit codes:
 	f.BoolVar(&r.noWait, "no-wait", false, "make one attempt and give up (exit 75) if the lock is held")
 	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
+	f.IntVar(&r.permits, "permits", 0, "hold one of N permits of the semaphore NAME instead of the lock NAME")
 	f.BoolVar(&r.fencing, "fencing", false, "mint a fencing token and export it to CMD as REDLOCK_FENCE")
 	addMetricsFlag(cmd, &r.metrics)
+	cmd.MarkFlagsMutuallyExclusive("permits", "fencing")
 	cmd.MarkFlagsMutuallyExclusive("wait", "no-wait")
 	_ = cmd.RegisterFlagCompletionFunc("wait", cobra.FixedCompletions([]string{"10s", "1m", "10m", "forever"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -143,19 +155,14 @@ func (r *runCmd) run(name string, argv []string) error {
 	if r.killGrace < 0 {
 		return usageErr("--kill-grace %v is negative", r.killGrace)
 	}
-	urls, _, err := r.nodes.urls()
-	if err != nil {
-		return err
-	}
-	if urls == nil {
-		return noNodesError()
-	}
 	m, err := startMetrics(r.metrics)
 	if err != nil {
 		return err
 	}
 	defer m.close()
-	c, err := openCluster(urls, append(append(r.lock.options(), redlock.WithFencing(r.fencing)), m.options()...)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := r.connect(ctx, append([]redlock.Option{redlock.WithFencing(r.fencing)}, m.options()...)...)
 	if err != nil {
 		return err
 	}
@@ -165,23 +172,16 @@ func (r *runCmd) run(name string, argv []string) error {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	down, err := c.requireQuorum(ctx, r.lock.quorumFor(len(urls)))
-	if err != nil {
-		return err
-	}
-	for _, node := range down {
-		fmt.Fprintf(r.stderr, "redlock: warning: going on without node %s\n", node)
-	}
-
 	lock, err := r.acquire(ctx, c, name, sigs)
 	if err != nil {
 		return err
 	}
 	env := []string{"REDLOCK_NAME=" + name, "REDLOCK_TOKEN=" + lock.Token()}
-	if r.fencing {
-		env = append(env, "REDLOCK_FENCE="+strconv.FormatInt(lock.Fence(), 10))
+	if sem, ok := lock.(*redlock.Semaphore); ok {
+		env = append(env, "REDLOCK_PERMIT="+strconv.Itoa(sem.Permit()))
+	}
+	if r.fencing { // a plain Lock: --fencing excludes --permits
+		env = append(env, "REDLOCK_FENCE="+strconv.FormatInt(lock.(*redlock.Lock).Fence(), 10))
 	}
 	ch, err := startChild(argv, env)
 	if err != nil {
@@ -196,6 +196,31 @@ func (r *runCmd) run(name string, argv []string) error {
 	return silentExit{code: code}
 }
 
+// connect opens the nodes and checks that a quorum answers, warning about
+// the others.
+func (r *runCmd) connect(ctx context.Context, opts ...redlock.Option) (*cluster, error) {
+	urls, _, err := r.nodes.urls()
+	if err != nil {
+		return nil, err
+	}
+	if urls == nil {
+		return nil, noNodesError()
+	}
+	c, err := openCluster(urls, append(r.lock.options(), opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	down, err := c.requireQuorum(ctx, r.lock.quorumFor(len(urls)))
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	for _, node := range down {
+		fmt.Fprintf(r.stderr, "redlock: warning: going on without node %s\n", node)
+	}
+	return c, nil
+}
+
 // noNodesError says how to configure nodes.
 func noNodesError() error {
 	return usageErr("no nodes configured: give --nodes redis://a:6379,redis://b:6379,redis://c:6379 or set %s (try 'redlock dev' for local nodes)", EnvNodes)
@@ -203,13 +228,13 @@ func noNodesError() error {
 
 // acquire takes the lock, waiting as the flags say. A forwarded signal
 // during the wait ends redlock as that signal would (128+n).
-func (r *runCmd) acquire(ctx context.Context, c *cluster, name string, sigs <-chan os.Signal) (*redlock.Lock, error) {
-	lock := c.factory.NewLock(name)
+func (r *runCmd) acquire(ctx context.Context, c *cluster, name string, sigs <-chan os.Signal) (redlock.Locker, error) {
+	lock := r.newHolder(c, name)
 	try := lock.Acquire
 	actx, cancel := context.WithCancel(ctx)
 	switch {
 	case r.noWait:
-		lock = c.factory.NewLock(name, redlock.WithRetryTimes(0))
+		lock = r.newHolder(c, name, redlock.WithRetryTimes(0))
 		try = lock.TryAcquire
 	case !r.wait.forever:
 		cancel()
@@ -242,6 +267,15 @@ func (r *runCmd) acquire(ctx context.Context, c *cluster, name string, sigs <-ch
 	return lock, nil
 }
 
+// newHolder is the lock NAME, or with --permits a permit of the semaphore
+// NAME.
+func (r *runCmd) newHolder(c *cluster, name string, opts ...redlock.Option) redlock.Locker {
+	if r.permits > 0 {
+		return c.factory.NewSemaphore(name, r.permits, opts...)
+	}
+	return c.factory.NewLock(name, opts...)
+}
+
 // notAcquired explains a failed acquisition, naming the holder's remaining
 // time when another holder has the lock.
 func (r *runCmd) notAcquired(ctx context.Context, c *cluster, name string, err error) error {
@@ -254,6 +288,9 @@ func (r *runCmd) notAcquired(ctx context.Context, c *cluster, name string, err e
 	}
 	if !errors.Is(err, redlock.ErrNotAcquired) {
 		return exitCode(exitUnavailable, err)
+	}
+	if r.permits > 0 {
+		return exitCode(exitNotAcquired, fmt.Errorf("no permit of semaphore %q (%d permits) acquired %s%s", name, r.permits, within, nodeFailures(err)))
 	}
 	ictx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -305,10 +342,17 @@ func nodeFailures(err error) string {
 	return msg
 }
 
+// holder is what supervise watches: a lock, a permit or a leadership.
+type holder interface {
+	Name() string
+	Done() <-chan struct{}
+	Err() error
+}
+
 // supervise waits for the child, forwarding signals and stopping it when
 // the lock is lost. It returns the child's exit code and whether the lock
 // was lost.
-func (r *runCmd) supervise(ch *child, lock *redlock.Lock, sigs <-chan os.Signal) (code int, lost bool) {
+func (r *runCmd) supervise(ch *child, lock holder, sigs <-chan os.Signal) (code int, lost bool) {
 	exited := make(chan int, 1)
 	go func() { exited <- ch.wait() }()
 	done := lock.Done()
@@ -347,7 +391,7 @@ func (r *runCmd) supervise(ch *child, lock *redlock.Lock, sigs <-chan os.Signal)
 // quorum answered, and the delete on the remaining nodes goes on with the
 // caller's context (bounded by the node timeout) until Factory.Close waits
 // for it.
-func (r *runCmd) release(lock *redlock.Lock) {
+func (r *runCmd) release(lock redlock.Locker) {
 	if err := lock.Release(context.Background()); err != nil {
 		fmt.Fprintf(r.stderr, "redlock: warning: release of %q failed, its keys expire within the TTL: %s\n",
 			lock.Name(), strings.TrimPrefix(errorLine(err, ""), "redlock: "))

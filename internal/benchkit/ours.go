@@ -57,3 +57,31 @@ func (l ourLocker) Lock(ctx context.Context) error {
 func (l ourLocker) Unlock(ctx context.Context) error { return l.l.Release(ctx) }
 
 func (l ourLocker) Lost() error { return l.l.Err() }
+
+// OursRecipe returns a target for one of the package's other primitives:
+// each Locker is made by make from a factory over pools with opts as its
+// defaults (a Semaphore, ReadLock, WriteLock, MultiLock...); Lock is
+// Acquire and Unlock is Release. Close closes the factory.
+func OursRecipe(name string, pools []redlock.Pool, make func(f *redlock.Factory, key string) redlock.Locker, opts ...redlock.Option) (Target, error) {
+	f, err := redlock.NewFactory(pools, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &recipe{ours: ours{name: name, f: f}, make: make}, nil
+}
+
+type recipe struct {
+	ours
+	make func(f *redlock.Factory, key string) redlock.Locker
+}
+
+func (r *recipe) NewLocker(key string) (Locker, error) { return recipeLocker{r.make(r.f, key)}, nil }
+
+type recipeLocker struct{ l redlock.Locker }
+
+func (l recipeLocker) Lock(ctx context.Context) error {
+	_, err := l.l.Acquire(ctx)
+	return err
+}
+
+func (l recipeLocker) Unlock(ctx context.Context) error { return l.l.Release(ctx) }

@@ -1,0 +1,229 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlockplus/redlock"
+)
+
+func TestElectionInvalidArguments(t *testing.T) {
+	_, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 5*time.Second)
+	if err := f.NewElection("boss").Campaign(ctx, ""); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("Campaign with an empty value = %v, want ErrInvalidArgument", err)
+	}
+	if err := f.NewElection("").Campaign(ctx, "a"); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("Campaign of an empty name = %v, want ErrInvalidArgument", err)
+	}
+	if err := f.NewElection("boss").Resign(ctx); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Errorf("Resign before Campaign = %v, want ErrInvalidOperation", err)
+	}
+}
+
+// TestElectionHandover: the key carries the leader's value, a second
+// campaigner waits, and the first one's Resign wakes it through pub/sub
+// (its retry delay is far beyond the test's patience).
+func TestElectionHandover(t *testing.T) {
+	c, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 20*time.Second)
+	a, b := f.NewElection("boss"), f.NewElection("boss")
+	if _, err := a.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Fatalf("Leader before any campaign = %v, want ErrNoLeader", err)
+	}
+	if err := a.Campaign(ctx, "host-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Campaign(ctx, "host-a"); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Fatalf("Campaign while leading = %v, want ErrInvalidOperation", err)
+	}
+	// Campaign returns at quorum; the third node's SET may still be on its way.
+	waitFor(t, 2*time.Second, "a token carrying host-a on every node", func() bool {
+		for i := range c.Nodes {
+			if !strings.HasSuffix(rawGet(t, c, i, "boss"), "|host-a") {
+				return false
+			}
+		}
+		return true
+	})
+	if v, err := b.Leader(ctx); v != "host-a" || err != nil {
+		t.Fatalf("Leader = %q, %v; want host-a", v, err)
+	}
+	won := make(chan error, 1)
+	go func() { won <- b.Campaign(ctx, "host-b") }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-won:
+		t.Fatalf("second campaigner returned %v while the first led", err)
+	default:
+	}
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-won:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the campaigner was not woken by the resignation")
+	}
+	<-a.Done()
+	if a.Err() != nil {
+		t.Fatalf("Err after Resign = %v", a.Err())
+	}
+	if v, err := a.Leader(ctx); v != "host-b" || err != nil {
+		t.Fatalf("Leader = %q, %v; want host-b", v, err)
+	}
+	b.Resign(ctx)
+}
+
+func TestElectionObserve(t *testing.T) {
+	_, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 20*time.Second)
+	octx, cancel := context.WithCancel(ctx)
+	seen := f.NewElection("observed").Observe(octx)
+	next := func(want string) {
+		t.Helper()
+		select {
+		case v, ok := <-seen:
+			if !ok || v != want {
+				t.Fatalf("observed %q (open %v), want %q", v, ok, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nothing observed, want %q", want)
+		}
+	}
+	next("")
+	e := f.NewElection("observed")
+	for _, v := range []string{"one", "two"} {
+		start := time.Now()
+		if err := e.Campaign(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		next(v)
+		t.Logf("%s observed %v after Campaign began", v, time.Since(start))
+		if err := e.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next("")
+	}
+	cancel()
+	for range seen { // closed once ctx ends
+	}
+}
+
+// TestElectionLossClosesDone deletes the leader's key behind its back: the
+// next autoextension finds it gone and ends the leadership.
+func TestElectionLossClosesDone(t *testing.T) {
+	c, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 10*time.Second)
+	e := f.NewElection("fragile")
+	if err := e.Campaign(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		n.Do("DEL", "fragile")
+	}
+	select {
+	case <-e.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after the key vanished")
+	}
+	if !errors.Is(e.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err = %v, want ErrLockLost", e.Err())
+	}
+}
+
+// TestElectionOneLeader runs campaigners that lead briefly and resign, and
+// checks that no two lead at once.
+func TestElectionOneLeader(t *testing.T) {
+	_, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 30*time.Second)
+	var leading, most atomic.Int32
+	var wg sync.WaitGroup
+	for w := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := f.NewElection("single")
+			for range 4 {
+				if err := e.Campaign(ctx, fmt.Sprint("w", w)); err != nil {
+					t.Errorf("campaigner %d: %v", w, err)
+					return
+				}
+				n := leading.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(3 * time.Millisecond)
+				leading.Add(-1)
+				if err := e.Resign(ctx); err != nil {
+					t.Errorf("campaigner %d: resign: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d leaders at once, want 1", m)
+	}
+}
+
+// TestElectionFenced: with fencing, each leadership gets a larger token,
+// and the key still carries the leader's value.
+func TestElectionFenced(t *testing.T) {
+	_, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, redlock.WithFencing(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 10*time.Second)
+	e := f.NewElection("epochs")
+	var last int64
+	for _, v := range []string{"a", "b"} {
+		if err := e.Campaign(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if e.Fence() <= last {
+			t.Fatalf("fence %d after %d", e.Fence(), last)
+		}
+		last = e.Fence()
+		if got, err := e.Leader(ctx); got != v || err != nil {
+			t.Fatalf("Leader = %q, %v; want %q", got, err, v)
+		}
+		e.Resign(ctx)
+	}
+}

@@ -1,0 +1,238 @@
+package redlock
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Semaphore is one holder of one of permits permits of a name: at most
+// permits Semaphores of the name hold at once, across every process.
+//
+// # Why one Redlock per permit
+//
+// Counting holders per node and asking a quorum to agree is unsafe: with 2
+// permits and 3 nodes, holders admitted by {n1,n2}, {n2,n3} and {n1,n3}
+// each find at most 2 holders on every node, yet 3 hold at once. Instead a
+// Semaphore of n permits is n independent Redlock slots, the keys
+// NAME:permit:0 to NAME:permit:n-1, and a holder is the holder of one slot.
+// Each slot is a Lock with all of its guarantees (quorum, drift, validity,
+// autoextension, cleanup of failed attempts); two holders of one slot would
+// be two holders of one Lock, which Redlock excludes, and there are only n
+// slots, so at most n Semaphores hold at once.
+//
+// Semaphores of one name that disagree on permits stay safe in this sense:
+// they use the slots 0 to permits-1, so at most the largest permits of them
+// hold at once.
+//
+// # Acquiring
+//
+// An attempt is a pass over the slots, starting at a random one so that
+// concurrent holders spread over the slots instead of all contending for
+// slot 0, and stops at the first slot it wins. Uncontended, a pass costs
+// one round like a Lock; when every permit is held, a pass costs permits
+// rounds. Between passes a blocked Acquire sleeps until the release of any
+// slot is announced on its pub/sub channel (as Lock's waiters do), with a
+// random pause of up to the retry delay as backstop.
+//
+// A Semaphore is one holder: a second Acquire while held is an
+// ErrInvalidOperation. It may be acquired again after Release. Its methods
+// are safe for concurrent use.
+type Semaphore struct {
+	name    string
+	permits int
+	slots   []*Lock
+	initErr error
+
+	mu        sync.Mutex
+	acquiring bool
+	cur       *Lock // the slot of the current or most recent holding
+}
+
+// NewSemaphore returns a Semaphore of name with permits permits over the
+// factory's nodes, with the factory's defaults overridden by opts (a
+// Semaphore autoextends by default, like a Lock). permits < 1, an empty
+// name, an invalid option or WithFencing(true) is an ErrInvalidArgument
+// returned by every call.
+func (f *Factory) NewSemaphore(name string, permits int, opts ...Option) *Semaphore {
+	s := &Semaphore{name: name, permits: permits}
+	switch {
+	case name == "":
+		s.initErr = invalidArg("semaphore name is empty")
+	case permits < 1:
+		s.initErr = invalidArg("semaphore %q: permits %d < 1", name, permits)
+	}
+	s.slots = make([]*Lock, max(permits, 1))
+	for i := range s.slots {
+		s.slots[i] = f.newLock(permitKey(name, i), opts, true)
+		if s.initErr == nil {
+			s.initErr = s.slots[i].initErr
+		}
+		if s.initErr == nil && s.slots[i].cfg.fencing {
+			// Each slot would count its own tokens: no order across
+			// the semaphore's holders.
+			s.initErr = invalidArg("semaphore %q: WithFencing is not supported", name)
+		}
+	}
+	return s
+}
+
+// permitKey is the key of slot i of semaphore name.
+func permitKey(name string, i int) string { return name + ":permit:" + strconv.Itoa(i) }
+
+// Name returns the semaphore's name; its slots are the keys NAME:permit:I.
+func (s *Semaphore) Name() string { return s.name }
+
+// Permits returns the number of permits.
+func (s *Semaphore) Permits() int { return s.permits }
+
+// Permit returns the slot of the current holding (0 to permits-1), or -1
+// when not held.
+func (s *Semaphore) Permit() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, l := range s.slots {
+		if l == s.cur && l.holding().live() {
+			return i
+		}
+	}
+	return -1
+}
+
+// Token returns the token of the current or most recent holding, or ""
+// before the first.
+func (s *Semaphore) Token() string {
+	if l := s.current(); l != nil {
+		return l.Token()
+	}
+	return ""
+}
+
+// Done returns a channel closed when the current holding ends (Release,
+// loss, Factory.Close); before the first Acquire, a closed channel.
+func (s *Semaphore) Done() <-chan struct{} {
+	if l := s.current(); l != nil {
+		return l.Done()
+	}
+	return closedDone
+}
+
+// Err returns nil while held or after Release, an error matching
+// ErrLockLost once the permit was lost, and ErrClosed after Factory.Close.
+func (s *Semaphore) Err() error {
+	if l := s.current(); l != nil {
+		return l.Err()
+	}
+	return nil
+}
+
+func (s *Semaphore) current() *Lock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// Acquire blocks until a permit is held or ctx ends, and returns its
+// validity; errors are those of Lock.Acquire.
+func (s *Semaphore) Acquire(ctx context.Context) (time.Duration, error) {
+	return s.acquire(ctx, 0)
+}
+
+// TryAcquire makes at most RetryTimes+1 passes over the slots and returns
+// an error matching ErrNotAcquired when none won a permit.
+func (s *Semaphore) TryAcquire(ctx context.Context) (time.Duration, error) {
+	return s.acquire(ctx, s.slots[0].cfg.retryTimes+1)
+}
+
+// acquire runs passes until one wins a slot, maxPasses (0: unlimited) are
+// spent, ctx ends or the factory closes: each attempt of acquireLoop is a
+// pass.
+func (s *Semaphore) acquire(ctx context.Context, maxPasses int) (time.Duration, error) {
+	if s.initErr != nil {
+		return 0, s.initErr
+	}
+	first := s.slots[0]
+	if err := beginOp(ctx, first); err != nil {
+		return 0, err
+	}
+	defer first.f.o.end()
+	if err := s.beginAcquire(); err != nil {
+		return 0, err
+	}
+	defer s.endAcquire()
+	return acquireLoop(ctx, first, s.slots, maxPasses, s.pass)
+}
+
+// pass attempts the slots once each, from a random one, and holds the
+// first it wins.
+func (s *Semaphore) pass(ctx context.Context) (time.Duration, error) {
+	start := rand.N(s.permits)
+	var lastErr error
+	for k := range s.permits {
+		l := s.slots[(start+k)%s.permits]
+		v, h, _, err := l.attempt(ctx)
+		if err == nil {
+			if err := l.startHolding(h); err != nil {
+				return 0, err
+			}
+			s.mu.Lock()
+			s.cur = l
+			s.mu.Unlock()
+			return v, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return 0, lastErr
+}
+
+func (s *Semaphore) beginAcquire() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.acquiring:
+		return invalidOp("semaphore %q: an Acquire is already in progress", s.name)
+	case s.cur != nil && s.cur.holding().live():
+		return invalidOp("semaphore %q already holds a permit", s.name)
+	}
+	s.acquiring = true
+	return nil
+}
+
+func (s *Semaphore) endAcquire() {
+	s.mu.Lock()
+	s.acquiring = false
+	s.mu.Unlock()
+}
+
+// Extend extends the held permit; see Lock.Extend.
+func (s *Semaphore) Extend(ctx context.Context) (time.Duration, error) {
+	if s.initErr != nil {
+		return 0, s.initErr
+	}
+	l := s.current()
+	if l == nil {
+		return 0, invalidOp("Extend of semaphore %q before Acquire", s.name)
+	}
+	return l.Extend(ctx)
+}
+
+// Release gives the permit back and wakes a waiter of it; see Lock.Release
+// for the outcome and errors.
+func (s *Semaphore) Release(ctx context.Context) error {
+	if s.initErr != nil {
+		return s.initErr
+	}
+	l := s.current()
+	if l == nil {
+		if s.slots[0].f.o.closing() {
+			return ErrClosed
+		}
+		return invalidOp("Release of semaphore %q before Acquire", s.name)
+	}
+	return l.Release(ctx)
+}
