@@ -205,7 +205,7 @@ func targets() []target {
 func recipeTarget(name string, make func(f *redlock.Factory, key string) redlock.Locker) target {
 	return target{
 		name: name,
-		build: func(ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+		build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 			return benchkit.OursRecipe(name, lockPools(ps), make)
 		},
 		runs: func(w benchkit.Workload) bool { return w.Goal() == "W1" },
