@@ -48,7 +48,16 @@ func TestHealthReplicas(t *testing.T) {
 		t.Fatalf("Health without a replica = %+v", h)
 	}
 	replica := redistest.StartReplica(t, master)
-	h, _ = s.Health(c)
+	// The master lists the replica as online once the first sync is done
+	// (wait_bgsave before it), which may come after the replica's link is up.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, _ = s.Health(c)
+		if h.Healthy() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	in := h.Instances[0]
 	if !h.Healthy() || len(in.Replicas) != 1 || in.Replicas[0].Addr != replica.Addr() || in.Replicas[0].State != "online" {
 		t.Fatalf("Health with a replica = %+v", h)
