@@ -376,9 +376,7 @@ func (d *demo) longJob(ctx context.Context, w *demoWorker, job time.Duration, du
 			others = append(others, o)
 		}
 	}
-	d.waitFree(ctx)
-	l := w.f.NewLock(d.name)
-	validity, err := l.Acquire(ctx)
+	l, validity, err := d.acquireEverywhere(ctx, w, during != nil)
 	if err != nil {
 		return exitCode(exitFailure, fmt.Errorf("demo: %w", err))
 	}
@@ -408,6 +406,39 @@ func (d *demo) longJob(ctx context.Context, w *demoWorker, job time.Duration, du
 		d.at(), w.label(), "○", (rec.end - rec.start).Round(10*time.Millisecond),
 		float64(rec.end-rec.start)/float64(demoTTL), extensions, status)
 	return ctx.Err()
+}
+
+// acquireEverywhere takes the lock for a long job. When a node is about to
+// be killed (everywhere), the holding must sit on every node: an attempt of
+// a worker stopped a moment ago may still land its SET on one node (a
+// cancelled attempt's SETs finish, and their deletes follow them), and a
+// lock held on a bare quorum would not survive the kill. Such a holding is
+// given back and taken again, a few times at most.
+func (d *demo) acquireEverywhere(ctx context.Context, w *demoWorker, everywhere bool) (*redlock.Lock, time.Duration, error) {
+	for try := 0; ; try++ {
+		d.waitFree(ctx)
+		l := w.f.NewLock(d.name)
+		validity, err := l.Acquire(ctx)
+		if err != nil || !everywhere || try == 4 || d.heldEverywhere(ctx, w, l.Token()) {
+			return l, validity, err
+		}
+		_ = l.Release(ctx)
+	}
+}
+
+// heldEverywhere reports whether every node stores token under the lock's
+// name.
+func (d *demo) heldEverywhere(ctx context.Context, w *demoWorker, token string) bool {
+	in, err := w.f.Inspect(ctx, d.name)
+	if err != nil {
+		return false
+	}
+	for _, n := range in.Nodes {
+		if n.Token != token {
+			return false
+		}
+	}
+	return true
 }
 
 // waitFree waits (up to a second) until no node has the lock's key. A
