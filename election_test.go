@@ -14,12 +14,7 @@ import (
 )
 
 func TestElectionInvalidArguments(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t)
 	ctx := ctxT(t, 5*time.Second)
 	if err := f.NewElection("boss").Campaign(ctx, ""); !errors.Is(err, redlock.ErrInvalidArgument) {
 		t.Errorf("Campaign with an empty value = %v, want ErrInvalidArgument", err)
@@ -36,12 +31,7 @@ func TestElectionInvalidArguments(t *testing.T) {
 // campaigner waits, and the first one's Resign wakes it through pub/sub
 // (its retry delay is far beyond the test's patience).
 func TestElectionHandover(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t, redlock.WithRetryDelay(time.Minute))
 	ctx := ctxT(t, 20*time.Second)
 	a, b := f.NewElection("boss"), f.NewElection("boss")
 	if _, err := a.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
@@ -95,12 +85,7 @@ func TestElectionHandover(t *testing.T) {
 }
 
 func TestElectionObserve(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t)
 	ctx := ctxT(t, 20*time.Second)
 	octx, cancel := context.WithCancel(ctx)
 	seen := f.NewElection("observed").Observe(octx)
@@ -137,12 +122,7 @@ func TestElectionObserve(t *testing.T) {
 // TestElectionLossClosesDone deletes the leader's key behind its back: the
 // next autoextension finds it gone and ends the leadership.
 func TestElectionLossClosesDone(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t, redlock.WithTTL(time.Second))
 	ctx := ctxT(t, 10*time.Second)
 	e := f.NewElection("fragile")
 	if err := e.Campaign(ctx, "me"); err != nil {
@@ -164,12 +144,7 @@ func TestElectionLossClosesDone(t *testing.T) {
 // TestElectionOneLeader runs campaigners that lead briefly and resign, and
 // checks that no two lead at once.
 func TestElectionOneLeader(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(20*time.Millisecond))
 	ctx := ctxT(t, 30*time.Second)
 	var leading, most atomic.Int32
 	var wg sync.WaitGroup
@@ -204,12 +179,7 @@ func TestElectionOneLeader(t *testing.T) {
 // TestElectionFenced: with fencing, each leadership gets a larger token,
 // and the key still carries the leader's value.
 func TestElectionFenced(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithFencing(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithFencing(true))
 	ctx := ctxT(t, 10*time.Second)
 	e := f.NewElection("epochs")
 	var last int64

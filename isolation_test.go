@@ -17,12 +17,7 @@ import (
 // every other lock of the batch is kept. (A batch used to fail as a whole
 // on every node, and unrelated locks were reported lost.)
 func TestBadKeyDoesNotPoisonExtensionBatch(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t, redlock.WithTTL(time.Second))
 	ctx := ctxT(t, 20*time.Second)
 	locks := make([]*redlock.Lock, 20)
 	for i := range locks {

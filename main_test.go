@@ -191,3 +191,16 @@ func (iv *intervals) overlaps() int {
 	}
 	return n
 }
+
+// factory starts 3 real nodes and a Factory over them with opts, closed
+// when the test ends.
+func factory(t *testing.T, opts ...redlock.Option) (*redistest.Cluster, *redlock.Factory) {
+	t.Helper()
+	c, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(pools, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return c, f
+}

@@ -11,12 +11,7 @@ import (
 )
 
 func TestMultiLockInvalidArguments(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t)
 	ctx := ctxT(t, 5*time.Second)
 	for _, names := range [][]string{nil, {}, {"a", ""}, {"a", "b", "a"}} {
 		m := f.NewMultiLock(names)
@@ -36,12 +31,7 @@ func TestMultiLockInvalidArguments(t *testing.T) {
 // nothing at all; once free, every name is held under one token and
 // excludes plain locks and other multi-locks of any of its names.
 func TestMultiLockAllOrNone(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryTimes(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t, redlock.WithRetryTimes(0))
 	ctx := ctxT(t, 10*time.Second)
 	b := f.NewLock("b")
 	if _, err := b.Acquire(ctx); err != nil {
@@ -99,12 +89,7 @@ func TestMultiLockAllOrNone(t *testing.T) {
 // TestMultiLockNodeAllOrNone: a node where one name is taken sets none of
 // them, while the other nodes make the quorum.
 func TestMultiLockNodeAllOrNone(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryTimes(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t, redlock.WithRetryTimes(0))
 	ctx := ctxT(t, 10*time.Second)
 	c.Nodes[0].Do("SET", "y", "someone-else", "PX", 60000)
 	m := f.NewMultiLock([]string{"x", "y", "z"})
@@ -125,12 +110,7 @@ func TestMultiLockNodeAllOrNone(t *testing.T) {
 // TestMultiLockLossEndsSet deletes one name behind the holder's back: the
 // next autoextension loses the whole set and gives up the other names.
 func TestMultiLockLossEndsSet(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t, redlock.WithTTL(time.Second))
 	ctx := ctxT(t, 10*time.Second)
 	m := f.NewMultiLock([]string{"p", "q"})
 	if _, err := m.Acquire(ctx); err != nil {
@@ -153,12 +133,7 @@ func TestMultiLockLossEndsSet(t *testing.T) {
 // TestMultiLockWaiterWokenByRelease: a blocked Acquire wakes when one of
 // its names is released, though its retry delay is a minute.
 func TestMultiLockWaiterWokenByRelease(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(time.Minute))
 	ctx := ctxT(t, 20*time.Second)
 	held := f.NewLock("k2")
 	if _, err := held.Acquire(ctx); err != nil {
@@ -186,12 +161,7 @@ func TestMultiLockWaiterWokenByRelease(t *testing.T) {
 // TestMultiLockExcludes runs overlapping multi-locks and plain locks and
 // checks that no name is ever held twice.
 func TestMultiLockExcludes(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(10*time.Millisecond))
 	ctx := ctxT(t, 60*time.Second)
 	sets := [][]string{{"r1", "r2"}, {"r2", "r3"}, {"r3", "r1"}, {"r1"}, {"r1", "r2", "r3"}}
 	inside := map[string]*atomic.Int32{"r1": {}, "r2": {}, "r3": {}}

@@ -11,12 +11,7 @@ import (
 )
 
 func TestRWLockInvalidArguments(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t)
 	ctx := ctxT(t, 5*time.Second)
 	if _, err := f.NewReadLock("").Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
 		t.Errorf("ReadLock of an empty name: %v, want ErrInvalidArgument", err)
@@ -35,12 +30,7 @@ func TestRWLockInvalidArguments(t *testing.T) {
 // TestRWLockSharing: readers share, a writer waits for them, readers wait
 // for the writer, and a plain Lock of the name is another key.
 func TestRWLockSharing(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryTimes(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryTimes(0))
 	ctx := ctxT(t, 10*time.Second)
 	readers := []*redlock.ReadLock{f.NewReadLock("doc"), f.NewReadLock("doc"), f.NewReadLock("doc")}
 	for i, r := range readers {
@@ -84,12 +74,7 @@ func TestRWLockSharing(t *testing.T) {
 // TestRWLockReaderWokenByWriter: a blocked reader wakes on the writer's
 // release, though its retry delay is a minute.
 func TestRWLockReaderWokenByWriter(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(time.Minute))
 	ctx := ctxT(t, 20*time.Second)
 	w := f.NewWriteLock("page")
 	if _, err := w.Acquire(ctx); err != nil {
@@ -117,12 +102,7 @@ func TestRWLockReaderWokenByWriter(t *testing.T) {
 // TestRWLockWriterWokenByReader: a blocked writer wakes on the last
 // reader's Release, though its retry delay is a minute.
 func TestRWLockWriterWokenByReader(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(time.Minute))
 	ctx := ctxT(t, 20*time.Second)
 	r := f.NewReadLock("sheet")
 	if _, err := r.Acquire(ctx); err != nil {
@@ -155,12 +135,7 @@ func TestRWLockWriterWokenByReader(t *testing.T) {
 // TestRWLockReaderLeaseExpires: a reader that neither extends nor releases
 // is no longer counted once its lease expires on the nodes.
 func TestRWLockReaderLeaseExpires(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(50*time.Millisecond))
 	ctx := ctxT(t, 10*time.Second)
 	r := f.NewReadLock("lease", redlock.WithTTL(500*time.Millisecond), redlock.WithAutoextend(false))
 	if _, err := r.Acquire(ctx); err != nil {
@@ -182,12 +157,7 @@ func TestRWLockReaderLeaseExpires(t *testing.T) {
 // a writer that waits still gets in, because its intent keeps new readers
 // out, and while it holds no reader does.
 func TestRWLockWriterNotStarved(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(20*time.Millisecond))
 	ctx := ctxT(t, 30*time.Second)
 	var reading, writing, overlaps, reads atomic.Int32
 	stop := make(chan struct{})
@@ -247,12 +217,7 @@ func TestRWLockWriterNotStarved(t *testing.T) {
 // TestRWLockExclusion runs readers and writers together and checks that a
 // writer never overlaps a reader or another writer.
 func TestRWLockExclusion(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(10*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(10*time.Millisecond))
 	ctx := ctxT(t, 60*time.Second)
 	var reading, writing, bad, maxReaders atomic.Int32
 	var wg sync.WaitGroup

@@ -12,12 +12,7 @@ import (
 )
 
 func TestSemaphoreInvalidArguments(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t)
 	ctx := ctxT(t, 5*time.Second)
 	for _, tc := range []struct {
 		name    string
@@ -37,12 +32,7 @@ func TestSemaphoreInvalidArguments(t *testing.T) {
 }
 
 func TestSemaphoreStates(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t)
 	ctx := ctxT(t, 5*time.Second)
 	s := f.NewSemaphore("states", 2)
 	if err := s.Release(ctx); !errors.Is(err, redlock.ErrInvalidOperation) {
@@ -79,12 +69,7 @@ func TestSemaphoreStates(t *testing.T) {
 // TestSemaphorePermitsAreKeys checks that a holder holds the key of its
 // slot on every node, with its token.
 func TestSemaphorePermitsAreKeys(t *testing.T) {
-	c, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	c, f := factory(t)
 	ctx := ctxT(t, 5*time.Second)
 	s := f.NewSemaphore("keys", 3)
 	if _, err := s.Acquire(ctx); err != nil {
@@ -170,12 +155,7 @@ func TestSemaphoreBoundsHolders(t *testing.T) {
 // with a retry delay far beyond the test's patience: only the release's
 // pub/sub announcement can wake it in time.
 func TestSemaphoreWaiterWokenByRelease(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryDelay(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryDelay(time.Minute))
 	ctx := ctxT(t, 20*time.Second)
 	a, b := f.NewSemaphore("wake", 2), f.NewSemaphore("wake", 2)
 	for _, s := range []*redlock.Semaphore{a, b} {
@@ -216,18 +196,13 @@ func TestSemaphoreWaiterWokenByRelease(t *testing.T) {
 }
 
 func TestSemaphoreTryAcquireFull(t *testing.T) {
-	_, pools := cluster(t, 3)
-	f, err := redlock.NewFactory(pools, redlock.WithRetryTimes(1), redlock.WithRetryDelay(5*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	_, f := factory(t, redlock.WithRetryTimes(1), redlock.WithRetryDelay(5*time.Millisecond))
 	ctx := ctxT(t, 5*time.Second)
 	held := f.NewSemaphore("full", 1)
 	if _, err := held.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.NewSemaphore("full", 1).TryAcquire(ctx)
+	_, err := f.NewSemaphore("full", 1).TryAcquire(ctx)
 	if !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("TryAcquire of a full semaphore = %v, want ErrNotAcquired", err)
 	}

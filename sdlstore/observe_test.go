@@ -101,7 +101,7 @@ func TestObserver(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	must(t, s.SetAndPublish(c, "obs", sdlstore.ChannelEvents{"ch": {"x"}}, map[string][]byte{"k": {}}))
-	if n := next(); !n.is("ch", "x") {
+	if n := next(); !n.Is("ch", "x") {
 		t.Fatalf("got %+v", n)
 	}
 }

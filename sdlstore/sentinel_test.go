@@ -76,7 +76,7 @@ func TestSentinelFailover(t *testing.T) {
 		_ = s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"moved"}}, map[string][]byte{"k": {}})
 		select {
 		case n := <-notes:
-			if !n.is("ch", "moved") {
+			if !n.Is("ch", "moved") {
 				t.Fatalf("got %+v", n)
 			}
 			return

@@ -2,7 +2,6 @@ package sdlstore_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,35 +11,14 @@ import (
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/redistest"
 	"github.com/redlockplus/redlock/sdlstore"
+	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
 )
 
+// The suite's notification helpers.
+var collector = sdlsuite.Collector
+
 // note is one callback invocation.
-type note struct {
-	channel string
-	events  []string
-}
-
-// collector returns a callback that sends to a channel, and a receive
-// helper that fails the test after a timeout.
-func collector(t *testing.T) (func(string, []string), func() note) {
-	ch := make(chan note, 1024)
-	cb := func(c string, evs []string) { ch <- note{c, evs} }
-	next := func() note {
-		t.Helper()
-		select {
-		case n := <-ch:
-			return n
-		case <-time.After(10 * time.Second):
-			t.Fatal("no notification within 10s")
-			return note{}
-		}
-	}
-	return cb, next
-}
-
-func (n note) is(channel string, events ...string) bool {
-	return n.channel == channel && slices.Equal(n.events, events)
-}
+type note = sdlsuite.Note
 
 // All channels of all namespaces of an instance share one connection.
 func TestNotificationsShareOneConnection(t *testing.T) {
@@ -81,8 +59,8 @@ func TestCallbacksRunOffTheReader(t *testing.T) {
 	}
 	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"after"}, "other": {"o"}}, map[string][]byte{"k": {}}))
 	close(release)
-	for _, want := range []note{{"ch", []string{"block"}}, {"ch", []string{"after"}}, {"other", []string{"o"}}} {
-		if n := next(); !n.is(want.channel, want.events...) {
+	for _, want := range []note{{Channel: "ch", Events: []string{"block"}}, {Channel: "ch", Events: []string{"after"}}, {Channel: "other", Events: []string{"o"}}} {
+		if n := next(); !n.Is(want.Channel, want.Events...) {
 			t.Fatalf("got %+v, want %+v", n, want)
 		}
 	}
@@ -96,7 +74,7 @@ func TestNotificationsAfterRestart(t *testing.T) {
 	cb, next := collector(t)
 	must(t, s.SubscribeChannel(c, "ns", cb, "ch"))
 	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"before"}}, map[string][]byte{"k": {}}))
-	if n := next(); !n.is("ch", "before") {
+	if n := next(); !n.Is("ch", "before") {
 		t.Fatalf("got %+v", n)
 	}
 	node := e.c.Nodes[0]
@@ -120,7 +98,7 @@ func TestNotificationsAfterRestart(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if !n.is("ch", "after") {
+	if !n.Is("ch", "after") {
 		t.Fatalf("got %+v", n)
 	}
 }
@@ -153,7 +131,7 @@ func TestSubscribeWhileDown(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"x"}}, map[string][]byte{"k": {}}))
-	if n := next(); !n.is("ch", "x") {
+	if n := next(); !n.Is("ch", "x") {
 		t.Fatalf("got %+v", n)
 	}
 }
@@ -187,7 +165,7 @@ func TestHungInstance(t *testing.T) {
 		_ = s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"back"}}, map[string][]byte{"k": {}})
 		select {
 		case n := <-got:
-			if !n.is("ch", "back") {
+			if !n.Is("ch", "back") {
 				t.Fatalf("got %+v", n)
 			}
 			return

@@ -16,15 +16,19 @@ func init() {
 	}...)
 }
 
-// note is one callback invocation.
-type note struct {
-	channel string
-	events  []string
+// Note is one callback invocation.
+type Note struct {
+	Channel string
+	Events  []string
 }
 
-// collector returns a callback that sends to a channel, and a receive
-// helper that fails the test after a timeout.
-func collector(t *testing.T) (func(string, []string), func() note) {
+// note is Note inside the suite.
+type note = Note
+
+// Collector returns a callback that sends to a channel, and a receive
+// helper that fails the test after a timeout; sdlstore's own tests use it
+// too.
+func Collector(t *testing.T) (func(string, []string), func() Note) {
 	ch := make(chan note, 1024)
 	cb := func(c string, evs []string) { ch <- note{c, evs} }
 	next := func() note {
@@ -40,8 +44,12 @@ func collector(t *testing.T) (func(string, []string), func() note) {
 	return cb, next
 }
 
-func (n note) is(channel string, events ...string) bool {
-	return n.channel == channel && slices.Equal(n.events, events)
+// collector is Collector inside the suite.
+var collector = Collector
+
+// Is reports whether the invocation was for channel with these events.
+func (n Note) Is(channel string, events ...string) bool {
+	return n.Channel == channel && slices.Equal(n.Events, events)
 }
 
 func testNotificationsListener(t *testing.T, e *env) {
@@ -50,24 +58,24 @@ func testNotificationsListener(t *testing.T, e *env) {
 	must(t, s.SubscribeChannel(c, "nsA", cb, "ch1", "ch2"))
 	must(t, s.SubscribeChannel(c, "nsB", cb, "ch1"))
 	must(t, s.SetAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch1": {"a", "b"}}, map[string][]byte{"k": []byte("v")}))
-	if n := next(); !n.is("ch1", "a", "b") {
+	if n := next(); !n.Is("ch1", "a", "b") {
 		t.Fatalf("got %+v", n)
 	}
 	must(t, s.SetAndPublish(c, "nsB", sdlstore.ChannelEvents{"ch1": {"fromB"}}, map[string][]byte{"k": []byte("v")}))
-	if n := next(); !n.is("ch1", "fromB") {
+	if n := next(); !n.Is("ch1", "fromB") {
 		t.Fatalf("got %+v", n)
 	}
 	// Unsubscribed channels are no longer delivered; others still are.
 	must(t, s.UnsubscribeChannel(c, "nsA", "ch1"))
 	must(t, s.SetAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch1": {"dropped"}, "ch2": {"kept"}}, map[string][]byte{"k": []byte("v")}))
-	if n := next(); !n.is("ch2", "kept") {
+	if n := next(); !n.Is("ch2", "kept") {
 		t.Fatalf("got %+v", n)
 	}
 	// Re-subscribing replaces the callback.
 	cb2, next2 := collector(t)
 	must(t, s.SubscribeChannel(c, "nsA", cb2, "ch2"))
 	must(t, s.RemoveAndPublish(c, "nsA", sdlstore.ChannelEvents{"ch2": {"second"}}, "k"))
-	if n := next2(); !n.is("ch2", "second") {
+	if n := next2(); !n.Is("ch2", "second") {
 		t.Fatalf("got %+v", n)
 	}
 	// StartEventListener is the default already; a second call is rejected.
@@ -99,7 +107,7 @@ func testNotificationsPolling(t *testing.T, e *env) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if len(got) != 2 || !got[0].is("ch", "e1") || !got[1].is("ch", "e2", "e3") {
+	if len(got) != 2 || !got[0].Is("ch", "e1") || !got[1].Is("ch", "e2", "e3") {
 		t.Fatalf("HandleEvents returned %+v", got)
 	}
 	mu.Lock()
@@ -128,7 +136,7 @@ func testNotificationsPolling(t *testing.T, e *env) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mu.Lock()
-	if len(calls) != 3 || !calls[2].is("ch", "queued") {
+	if len(calls) != 3 || !calls[2].Is("ch", "queued") {
 		t.Fatalf("after StartEventListener: %+v", calls)
 	}
 	mu.Unlock()
