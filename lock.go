@@ -207,7 +207,10 @@ func (l *Lock) runAcquire(ctx context.Context, maxAttempts int, st *acquireStats
 			}
 			return validity, nil
 		}
-		lastErr = err
+		if lastErr == nil || ctx.Err() == nil {
+			// An attempt cut short by ctx says less than the one before it.
+			lastErr = err
+		}
 		if maxAttempts > 0 && n >= maxAttempts {
 			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
 		}

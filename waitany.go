@@ -26,7 +26,9 @@ func acquireLoop(ctx context.Context, first *Lock, watch []*Lock, maxAttempts in
 		if err == nil || errors.Is(err, ErrClosed) {
 			return v, err
 		}
-		lastErr = err
+		if lastErr == nil || ctx.Err() == nil {
+			lastErr = err // an attempt cut short by ctx says less
+		}
 		if maxAttempts > 0 && n >= maxAttempts {
 			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
 		}
