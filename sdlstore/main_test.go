@@ -101,32 +101,11 @@ func forInstances(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
-// rawSubscriber subscribes channels with plain redigo and returns a
-// function that receives the next message (or fails after timeout).
+// rawSubscriber subscribes channels on node n with plain redigo; see
+// sdlsuite.RawSubscriber.
 func (e *env) rawSubscriber(n *redistest.Node, channels ...string) func(timeout time.Duration) (redis.Message, bool) {
 	e.t.Helper()
-	c := e.raw(n)
-	psc := redis.PubSubConn{Conn: c}
-	args := make([]any, len(channels))
-	for i, ch := range channels {
-		args[i] = ch
-	}
-	must(e.t, psc.Subscribe(args...))
-	for range channels {
-		if _, ok := psc.Receive().(redis.Subscription); !ok {
-			e.t.Fatal("no subscription confirmation")
-		}
-	}
-	return func(timeout time.Duration) (redis.Message, bool) {
-		for {
-			switch v := psc.ReceiveWithTimeout(timeout).(type) {
-			case redis.Message:
-				return v, true
-			case error:
-				return redis.Message{}, false
-			}
-		}
-	}
+	return sdlsuite.RawSubscriber(e.t, e.raw(n), channels...)
 }
 
 // errorsIs is errors.Is, for brevity in tables.

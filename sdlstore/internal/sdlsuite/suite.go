@@ -81,15 +81,23 @@ func (e *env) do(i int, cmd string, args ...any) any {
 // returns a function that receives the next message (false after timeout).
 func (e *env) rawSubscriber(i int, channels ...string) func(timeout time.Duration) (redis.Message, bool) {
 	e.t.Helper()
-	psc := redis.PubSubConn{Conn: e.raw(i)}
+	return RawSubscriber(e.t, e.raw(i), channels...)
+}
+
+// RawSubscriber subscribes channels on c with plain redigo, as a peer
+// client would, and returns a function that receives the next message
+// (false after timeout); sdlstore's own tests use it too.
+func RawSubscriber(t *testing.T, c redis.Conn, channels ...string) func(timeout time.Duration) (redis.Message, bool) {
+	t.Helper()
+	psc := redis.PubSubConn{Conn: c}
 	args := make([]any, len(channels))
 	for j, ch := range channels {
 		args[j] = ch
 	}
-	must(e.t, psc.Subscribe(args...))
+	must(t, psc.Subscribe(args...))
 	for range channels {
 		if _, ok := psc.Receive().(redis.Subscription); !ok {
-			e.t.Fatal("no subscription confirmation")
+			t.Fatal("no subscription confirmation")
 		}
 	}
 	return func(timeout time.Duration) (redis.Message, bool) {
