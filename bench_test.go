@@ -47,17 +47,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		for _, pipelining := range []bool{true, false} {
 			b.Run(fmt.Sprintf("nodes=%d/pipelining=%v", nodes, pipelining), func(b *testing.B) {
 				f := benchFactory(b, nodes, redlock.WithPipelining(pipelining))
-				l := f.NewLock("bench")
-				ctx := context.Background()
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := l.Acquire(ctx); err != nil {
-						b.Fatal(err)
-					}
-					if err := l.Release(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
+				cycles(b, f.NewLock("bench"))
 			})
 		}
 	}
@@ -69,17 +59,7 @@ func BenchmarkAcquireReleaseFenced(b *testing.B) {
 	for _, nodes := range []int{3, 5} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			f := benchFactory(b, nodes, redlock.WithFencing(true))
-			l := f.NewLock("bench")
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := l.Acquire(ctx); err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			cycles(b, f.NewLock("bench"))
 		})
 	}
 }
@@ -148,17 +128,21 @@ func BenchmarkAcquireReleaseObserved(b *testing.B) {
 	}{{"none", nil}, {"noop", []redlock.Option{redlock.WithObserver(noopObserver)}}} {
 		b.Run("observer="+c.name, func(b *testing.B) {
 			f := benchFactory(b, 3, c.opts...)
-			l := f.NewLock("bench")
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := l.Acquire(ctx); err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Release(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			cycles(b, f.NewLock("bench"))
 		})
+	}
+}
+
+// cycles acquires and releases l for as long as the benchmark runs.
+func cycles(b *testing.B, l *redlock.Lock) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
