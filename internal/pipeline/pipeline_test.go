@@ -115,6 +115,9 @@ func TestEnqueueFromReply(t *testing.T) {
 	warm := newCall("PING")
 	p.Send(warm)
 	warm.wait(t)
+	// The first call dialled in a goroutine that keeps the writer role
+	// until the queue is empty; Send(r) must find the role free.
+	pipeline.WaitIdle(p)
 	before := o.started.Load()
 	r := &resender{p: p, done: make(chan result, 1)}
 	p.Send(r)
