@@ -87,11 +87,15 @@
 // same name issued before it, for the protected resource to check: it
 // refuses a request whose token is lower than one it has seen, so that a
 // holder paused past its validity cannot act after the next holder did.
-// The acquire script returns each node's max(stored fence, server TIME in
-// microseconds); the client takes the maximum over the quorum plus one and
-// writes it back, in one more pipelined round, to every node that still
-// holds the lock. The token counts once a quorum has it within the
-// validity; otherwise the attempt fails with ErrFenceNotCommitted. The fence
+// The acquire script proposes the client's clock in microseconds as the
+// token, and each node that grants the lock stores it as its fence when it
+// is above the stored fence and close to the node's own clock: a quorum of
+// such nodes issues it in the same round trip. Otherwise each node returns
+// max(stored fence, server TIME in microseconds); the client takes the
+// maximum over the quorum plus one and writes it back, in one more
+// pipelined round, to every node that still holds the lock. The token
+// counts once a quorum has it within the validity; otherwise the attempt
+// fails with ErrFenceNotCommitted. The fence
 // lives in the key name+FenceSuffix, without a TTL. docs/SAFETY.md proves
 // the order and states its assumptions.
 //

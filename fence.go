@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/fenceclock"
 )
 
 // FenceSuffix is appended to a lock's name to form the key of its fence on
@@ -34,7 +36,9 @@ func (e *notAcquiredSentinel) Is(target error) bool {
 // number, larger than that of every earlier holding of the same name, to
 // pass to the protected resource, which refuses requests carrying a token
 // lower than one it has seen (see Lock.Fence and docs/SAFETY.md). It costs
-// one more pipelined round trip per acquisition; Extend mints nothing.
+// nothing more per acquisition while the client's clock is within w (an
+// eighth of the TTL, at most 50 ms) of the nodes' clocks, and one more
+// pipelined round trip (the write-back) otherwise; Extend mints nothing.
 // Default false. Per lock, or a factory default.
 func WithFencing(on bool) Option { return func(c *config) { c.fencing = on } }
 
@@ -81,37 +85,74 @@ func (l *Lock) acquireCommand(h *holding) *command {
 	if !l.cfg.fencing {
 		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
 	}
-	return &command{script: acquireFencedScript, args: []any{acquireFencedScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, l.ttlArg}, judge: judgeFence, detached: true}
+	h.fence = fenceclock.Now()
+	return &command{script: acquireFencedScript, args: []any{acquireFencedScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, l.ttlArg, h.fence, l.fenceWindowArg}, judge: judgeFence, detached: true}
+}
+
+// maxFenceWindow bounds how far from a node's clock a proposed token may be
+// for the node to commit it in the acquire round. Together with the TTL it
+// sets w (fenceWindow); docs/SAFETY.md's restart assumption grows by 2w.
+const maxFenceWindow = 50 * time.Millisecond
+
+// fenceWindow is w in microseconds for a lock of the given TTL: an eighth
+// of the TTL, at most maxFenceWindow, at least 1 µs.
+func fenceWindow(ttl time.Duration) int64 {
+	return max(min(ttl/8, maxFenceWindow).Microseconds(), 1)
 }
 
 // judgeFence reads the fenced acquire's reply: nil when the key is taken,
-// else the node's fence value.
+// else {1, g} when the node committed the proposed token g, or {0, f} with
+// the node's fence value f.
 func judgeFence(v any) reply {
 	if v == nil {
 		return reply{}
 	}
-	n, err := redis.Int64(v, nil)
-	return reply{ok: err == nil, value: n, err: err}
+	vals, _ := v.([]any)
+	if len(vals) != 2 {
+		return reply{err: fmt.Errorf("fenced acquire replied %v, want two integers", v)}
+	}
+	flag, err := redis.Int64(vals[0], nil)
+	if err != nil {
+		return reply{err: err}
+	}
+	f, err := redis.Int64(vals[1], nil)
+	if err != nil {
+		return reply{err: err}
+	}
+	return reply{ok: true, value: f, committed: flag == 1}
 }
 
-// commitFence mints h's token after the attempt's round r won a quorum:
+// commitFence mints h's token after the attempt's round r won a quorum
+// with the validity given. When a quorum of nodes committed the proposed
+// token h.fence in the acquire script itself, that is the token. Otherwise
 // t = 1 + the largest fence the quorum returned, written back to every node
-// that still holds h's token. The token counts once a quorum committed
-// within the validity; the new validity is returned. Otherwise the error
+// that still holds h's token: the token counts once a quorum committed it
+// within the validity. The new validity is returned; on failure the error
 // matches ErrFenceNotCommitted and the caller discards the attempt.
-func (l *Lock) commitFence(ctx context.Context, h *holding, r *round) (time.Duration, error) {
+func (l *Lock) commitFence(ctx context.Context, h *holding, r *round, validity time.Duration) (time.Duration, error) {
+	proposed := h.fence
+	h.fence = 0
 	var t int64
+	committed := 0
 	r.each(func(_ *node, rep *reply) {
-		if rep.ok && rep.value > t {
-			t = rep.value
+		if !rep.ok {
+			return
 		}
+		if rep.committed && rep.value == proposed {
+			committed++
+		}
+		t = max(t, rep.value)
 	})
+	if committed >= l.cfg.quorum {
+		h.fence = proposed
+		return validity, nil
+	}
 	t++
 	// redigo writes t in decimal, which the script stores as it is.
 	commit := &command{script: fenceCommitScript, args: []any{fenceCommitScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, t}, judge: judgeOne}
 	c := l.fan.run(ctx, commit, false)
 	c.free()
-	validity := l.cfg.ttl - time.Since(r.start) - l.cfg.drift()
+	validity = l.cfg.ttl - time.Since(r.start) - l.cfg.drift()
 	if !c.reached(l.cfg.quorum) {
 		return 0, fmt.Errorf("%w: %w", ErrFenceNotCommitted, c.detail("fence committed", len(l.fan.nodes), l.cfg.quorum))
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/fenceclock"
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
@@ -167,10 +169,12 @@ func TestFenceSurvivesEmptyRestarts(t *testing.T) {
 	c.Nodes[0].Start()
 }
 
-// TestFenceNotCommitted: the acquire wins a quorum but the write-back
-// cannot reach one; the attempt fails with ErrFenceNotCommitted (an
+// TestFenceNotCommitted: with the client's clock an hour behind the nodes',
+// the acquire wins a quorum but commits nothing, and the write-back cannot
+// reach one; the attempt fails with ErrFenceNotCommitted (an
 // ErrNotAcquired), and its keys are deleted once the nodes answer again.
 func TestFenceNotCommitted(t *testing.T) {
+	t.Cleanup(fenceclock.Skew(-time.Hour)) // no commit in the acquire round
 	c, raw := cluster(t, 3)
 	pools, faulty := withFaults(raw)
 	l, _ := redlock.NewLock("uncommitted", pools, redlock.WithTTL(10*time.Second), redlock.WithFencing(true), redlock.WithRetryTimes(0))
@@ -205,8 +209,10 @@ func TestFenceNotCommitted(t *testing.T) {
 }
 
 // TestFenceCommitPastValidity: nodes so slow that the validity runs out
-// during the write-back: the token does not count.
+// during the write-back (the client's clock is an hour behind, so the
+// acquire round commits nothing): the token does not count.
 func TestFenceCommitPastValidity(t *testing.T) {
+	t.Cleanup(fenceclock.Skew(-time.Hour)) // no commit in the acquire round
 	_, raw := cluster(t, 3)
 	pools, faulty := withFaults(raw)
 	l, _ := redlock.NewLock("slow", pools, redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(290*time.Millisecond),
@@ -264,4 +270,91 @@ func warmUp(t *testing.T, ctx context.Context, l *redlock.Lock) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFenceRounds counts the scripts the nodes ran: with the client's clock
+// close to the nodes' the acquire commits the token itself (one script per
+// node per acquisition); with it an hour ahead or behind, every acquisition
+// needs the write-back round, and the tokens still grow.
+func TestFenceRounds(t *testing.T) {
+	c, pools := cluster(t, 3)
+	ctx := ctxT(t, 20*time.Second)
+	f, err := redlock.NewFactory(pools, redlock.WithTTL(10*time.Second), redlock.WithFencing(true), redlock.WithAutoextend(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l := f.NewLock("rounds")
+	warmUp(t, ctx, l)
+	var last int64
+	for _, tc := range []struct {
+		skew    time.Duration
+		scripts int64 // per node per cycle: acquire, commit, release
+	}{{0, 2}, {-time.Hour, 3}, {time.Hour, 3}, {0, 2}} {
+		restore := fenceclock.Skew(tc.skew)
+		settled(t, c)
+		for _, n := range c.Nodes {
+			n.Do("CONFIG", "RESETSTAT")
+		}
+		const cycles = 5
+		for range cycles {
+			if _, err := l.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if l.Fence() <= last {
+				t.Fatalf("skew %v: token %d is not above %d", tc.skew, l.Fence(), last)
+			}
+			last = l.Fence()
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		restore()
+		settled(t, c)
+		for i := range c.Nodes {
+			if got := scriptCalls(t, c, i); got != cycles*tc.scripts {
+				t.Fatalf("skew %v: node %d ran %d scripts in %d cycles, want %d", tc.skew, i, got, cycles, cycles*tc.scripts)
+			}
+		}
+	}
+}
+
+// settled waits until no node has a command in flight from this test's
+// locks: every node's key count and processed-command count stop moving.
+func settled(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	prev := int64(-1)
+	waitFor(t, 5*time.Second, "the nodes to settle", func() bool {
+		var n int64
+		for i := range c.Nodes {
+			n += scriptCalls(t, c, i)
+		}
+		ok := n == prev
+		prev = n
+		time.Sleep(50 * time.Millisecond)
+		return ok
+	})
+}
+
+// scriptCalls is node i's count of EVALSHA and EVAL calls since its last
+// CONFIG RESETSTAT.
+func scriptCalls(t *testing.T, c *redistest.Cluster, i int) int64 {
+	t.Helper()
+	info, err := redis.String(c.Nodes[i].Do("INFO", "commandstats"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok {
+				n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				if err != nil {
+					t.Fatalf("node %d: %q: %v", i, line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
 }

@@ -36,6 +36,7 @@ type Lock struct {
 	// The name and TTL as command arguments, boxed once.
 	nameArg, ttlArg any
 	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
+	fenceWindowArg  any // w of the fenced acquire, in µs, boxed once (fence.go)
 
 	// suffix is appended to every new token: an Election's value, so that
 	// the key carries it. Set only while no Acquire runs.
@@ -77,6 +78,7 @@ func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *L
 	l.ttlArg = l.cfg.ttlMs()
 	if cfg.fencing {
 		l.fenceArg = name + FenceSuffix
+		l.fenceWindowArg = fenceWindow(cfg.ttl)
 	}
 	l.obs = newObserver(&l.cfg, name)
 	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying, obs: l.obs}
@@ -269,7 +271,7 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	validity := l.validity(r)
 	var err error
 	if r.reached(l.cfg.quorum) && validity > 0 && l.cfg.fencing {
-		validity, err = l.commitFence(ctx, h, &r)
+		validity, err = l.commitFence(ctx, h, &r, validity)
 	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		h.validUntil = r.start.Add(l.cfg.ttl - l.cfg.drift())

@@ -20,6 +20,9 @@ type reply struct {
 	// reloaded: the node had lost the script, which was sent again with
 	// EVAL; observers count it as a node fault.
 	reloaded bool
+	// committed: a fenced acquire's node committed the proposed token
+	// (fence.go).
+	committed bool
 }
 
 // maxNodes bounds the node count, so that a round can keep its bookkeeping

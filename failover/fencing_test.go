@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/fenceclock"
 )
 
 // fencer is a locker whose holdings carry a fencing token.
@@ -150,7 +151,13 @@ func fencedSection(store *fencedStore, plain *plainStore, stall func(end time.Du
 
 // fencing runs the scenarios with fencing on, then the negative controls.
 func (s *suite) fencing(t *testing.T) {
-	t.Run("faults", s.fencingUnderFaults)
+	t.Run("faults", func(t *testing.T) { s.fencingUnderFaults(t, "11 fencing under faults") })
+	t.Run("faults_write_back", func(t *testing.T) {
+		// The clients' clock an hour behind the nodes': no acquire round
+		// commits its proposal, every token takes the write-back round.
+		defer fenceclock.Skew(-time.Hour)()
+		s.fencingUnderFaults(t, "11 fencing under faults, write-back round")
+	})
 	t.Run("pause_beyond_validity", s.fencingPausedHolder)
 	t.Run("sigstop_beyond_validity", s.fencingSIGSTOP)
 	t.Run("controls", s.fencingControls)
@@ -186,7 +193,7 @@ func (s *suite) finishFenced(t *testing.T, r report, h *history, store *fencedSt
 // fencingUnderFaults: contending fenced clients while nodes are killed,
 // restarted empty after the TTL, partitioned and slowed; tokens grow in
 // acquisition order and the fenced store loses nothing.
-func (s *suite) fencingUnderFaults(t *testing.T) {
+func (s *suite) fencingUnderFaults(t *testing.T, title string) {
 	start := time.Now()
 	const ttl = time.Second
 	window := 1500 * time.Millisecond // > ttl: killed nodes come back empty after the TTL
@@ -226,7 +233,7 @@ func (s *suite) fencingUnderFaults(t *testing.T) {
 		time.Sleep(ttl) // keys of attempts a fault stranded expire
 	}
 	stop()
-	r := h.figures("11 fencing under faults", w.clients)
+	r := h.figures(title, w.clients)
 	r.Note = fmt.Sprintf("acquisitions per fault window (killed nodes restarted empty after %v): %v", window, notes)
 	s.finishFenced(t, r, h, store, start)
 }
