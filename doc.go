@@ -59,7 +59,8 @@
 //   - NewElection: Campaign, Resign, Leader and Observe of one leader whose
 //     key carries its value.
 //
-// Lock, RLock and all of them but Election satisfy Locker.
+// Lock, RLock and all of them satisfy Locker; an Election's Acquire
+// campaigns and its Release resigns.
 //
 // # Factories
 //

@@ -40,6 +40,10 @@ const leaderChannelSuffix = "#leader"
 // acting as one at once. A crashed leader's lock frees after the TTL, so
 // the TTL bounds the time without a leader (use WithTTL).
 //
+// An Election is a Locker too: Acquire and TryAcquire campaign, Extend
+// extends the leadership, Release resigns, and Token is the leader lock's
+// token, so code written for any Locker can hold a leadership.
+//
 // The election's name must not be used by a plain Lock: a Lock holding it
 // would read as a leader whose value is its token.
 type Election struct {
@@ -49,6 +53,7 @@ type Election struct {
 
 	mu          sync.Mutex
 	campaigning bool
+	value       string // the last Campaign's value; "" before the first
 }
 
 // NewElection returns an election of name over the factory's nodes, with
@@ -64,7 +69,8 @@ func (e *Election) Name() string { return e.name }
 // Campaign blocks until this campaigner leads with value, or ctx ends (an
 // error matching ErrNotAcquired and ctx.Err()). An empty value is an
 // ErrInvalidArgument; a Campaign while leading or campaigning is an
-// ErrInvalidOperation. Observers are told of the new leader at once.
+// ErrInvalidOperation. Observers are told of the new leader at once. The
+// value is kept for later Acquire and TryAcquire calls.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	if e.l.initErr != nil {
 		return e.l.initErr
@@ -72,14 +78,48 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	if value == "" {
 		return invalidArg("election %q: empty value", e.name)
 	}
+	_, err := e.campaign(ctx, value, 0)
+	return err
+}
+
+// Acquire campaigns as Campaign does, with the value of the last Campaign
+// call, or with a fresh random value at each call when Campaign was never
+// called (Value returns it once leading). It returns the leadership's
+// validity; errors are those of Campaign.
+func (e *Election) Acquire(ctx context.Context) (time.Duration, error) {
+	return e.campaign(ctx, "", 0)
+}
+
+// TryAcquire campaigns as Acquire does, but makes at most RetryTimes+1
+// attempts, as Lock.TryAcquire: while another campaigner leads, it
+// returns an error matching ErrNotAcquired.
+func (e *Election) TryAcquire(ctx context.Context) (time.Duration, error) {
+	return e.campaign(ctx, "", e.l.cfg.retryTimes+1)
+}
+
+// campaign acquires the leader lock with value (the last Campaign's, or a
+// random one, when empty) in its token, making at most maxAttempts
+// attempts (0: until ctx ends), and announces the new leader.
+func (e *Election) campaign(ctx context.Context, value string, maxAttempts int) (time.Duration, error) {
+	if e.l.initErr != nil {
+		return 0, e.l.initErr
+	}
 	e.mu.Lock()
 	if e.campaigning {
 		e.mu.Unlock()
-		return invalidOp("election %q: a Campaign is already in progress", e.name)
+		return 0, invalidOp("election %q: a Campaign is already in progress", e.name)
 	}
 	if h := e.l.holding(); h != nil && h.live() {
 		e.mu.Unlock()
-		return invalidOp("election %q: already leading", e.name)
+		return 0, invalidOp("election %q: already leading", e.name)
+	}
+	switch {
+	case value != "":
+		e.value = value
+	case e.value != "":
+		value = e.value
+	default:
+		value = newToken()
 	}
 	e.campaigning = true
 	e.l.suffix = leaderValueSep + value
@@ -89,11 +129,12 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		e.campaigning = false
 		e.mu.Unlock()
 	}()
-	if _, err := e.l.Acquire(ctx); err != nil {
-		return err
+	validity, err := e.l.acquire(ctx, maxAttempts)
+	if err != nil {
+		return 0, err
 	}
 	e.announce()
-	return nil
+	return validity, nil
 }
 
 // announce publishes a change of leader on every node, for observers;
@@ -123,9 +164,33 @@ func (e *Election) Resign(ctx context.Context) error {
 	return err
 }
 
+// Release is Resign, for Locker.
+func (e *Election) Release(ctx context.Context) error { return e.Resign(ctx) }
+
+// Extend extends the leadership on the nodes and returns its new
+// validity; errors are those of Lock.Extend (ErrLockLost ends the
+// leadership, closing Done). Leadership is autoextended by default, so
+// Extend is for elections made with WithAutoextend(false).
+func (e *Election) Extend(ctx context.Context) (time.Duration, error) { return e.l.Extend(ctx) }
+
+// Token returns the token of the current or most recent leadership, the
+// string its key stores: a random part, "|", then the leader's value. It
+// is "" before the first successful campaign.
+func (e *Election) Token() string { return e.l.Token() }
+
+// Value returns the value of the current or most recent leadership (what
+// Leader returns while it lasts), or "" before the first successful
+// campaign.
+func (e *Election) Value() string {
+	if t := e.l.Token(); t != "" {
+		return leaderValue(t)
+	}
+	return ""
+}
+
 // Done returns a channel closed when this campaigner's leadership ends:
 // Resign, a detected loss, or Factory.Close. Before the first successful
-// Campaign it is closed.
+// campaign it is closed.
 func (e *Election) Done() <-chan struct{} { return e.l.Done() }
 
 // Err returns nil while leading or after Resign, an error matching

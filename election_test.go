@@ -197,3 +197,194 @@ func TestElectionFenced(t *testing.T) {
 		e.Resign(ctx)
 	}
 }
+
+// TestElectionLockerArguments: an invalid election fails every Locker
+// call with ErrInvalidArgument, and the calls that need a leadership fail
+// before one with ErrInvalidOperation.
+func TestElectionLockerArguments(t *testing.T) {
+	_, f := factory(t)
+	ctx := ctxT(t, 5*time.Second)
+	var bad redlock.Locker = f.NewElection("")
+	if _, err := bad.Acquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("Acquire of an empty name = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := bad.TryAcquire(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("TryAcquire of an empty name = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := bad.Extend(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("Extend of an empty name = %v, want ErrInvalidArgument", err)
+	}
+	if err := bad.Release(ctx); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Errorf("Release of an empty name = %v, want ErrInvalidArgument", err)
+	}
+	var e redlock.Locker = f.NewElection("idle")
+	if _, err := e.Extend(ctx); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Errorf("Extend before leading = %v, want ErrInvalidOperation", err)
+	}
+	if err := e.Release(ctx); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Errorf("Release before leading = %v, want ErrInvalidOperation", err)
+	}
+	if e.Token() != "" || e.Name() != "idle" {
+		t.Errorf("before leading: Token %q, Name %q; want \"\", idle", e.Token(), e.Name())
+	}
+}
+
+// TestElectionAsLocker drives an election through Locker: Acquire with
+// no Campaign leads with a random value, which the key and Leader carry;
+// a rival's TryAcquire is refused; Release resigns and observers see it;
+// the rival's TryAcquire then leads; and Acquire after a Campaign reuses
+// the Campaign's value.
+func TestElectionAsLocker(t *testing.T) {
+	c, f := factory(t, redlock.WithRetryTimes(1), redlock.WithRetryDelay(10*time.Millisecond))
+	ctx := ctxT(t, 20*time.Second)
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seen := f.NewElection("loc").Observe(octx)
+	next := func(want string) {
+		t.Helper()
+		select {
+		case v, ok := <-seen:
+			if !ok || v != want {
+				t.Fatalf("observed %q (open %v), want %q", v, ok, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nothing observed, want %q", want)
+		}
+	}
+	next("")
+	ea, eb := f.NewElection("loc"), f.NewElection("loc")
+	var a, b redlock.Locker = ea, eb
+	v, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v <= 0 {
+		t.Fatalf("Acquire's validity %v, want positive", v)
+	}
+	first := ea.Value()
+	if first == "" || !strings.HasSuffix(a.Token(), "|"+first) {
+		t.Fatalf("Token %q, Value %q: want RANDOM|VALUE with a non-empty value", a.Token(), first)
+	}
+	next(first)
+	if got, err := eb.Leader(ctx); got != first || err != nil {
+		t.Fatalf("Leader = %q, %v; want %q", got, err, first)
+	}
+	if _, err := a.Acquire(ctx); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Fatalf("Acquire while leading = %v, want ErrInvalidOperation", err)
+	}
+	if _, err := b.TryAcquire(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryAcquire while another leads = %v, want ErrNotAcquired", err)
+	}
+	if b.Token() != "" {
+		t.Fatalf("refused campaigner's Token = %q, want \"\"", b.Token())
+	}
+	// The refused attempts left no key of their own behind.
+	waitFor(t, 2*time.Second, "the leader's token alone on every node", func() bool {
+		for i := range c.Nodes {
+			if rawGet(t, c, i, "loc") != a.Token() {
+				return false
+			}
+		}
+		return true
+	})
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-a.Done()
+	if a.Err() != nil {
+		t.Fatalf("Err after Release = %v", a.Err())
+	}
+	next("")
+	if _, err := eb.Leader(ctx); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Fatalf("Leader after Release = %v, want ErrNoLeader", err)
+	}
+	if _, err := b.TryAcquire(ctx); err != nil {
+		t.Fatalf("TryAcquire with nobody leading: %v", err)
+	}
+	second := eb.Value()
+	if second == "" || second == first {
+		t.Fatalf("second random value %q, first %q: want a fresh one", second, first)
+	}
+	next(second)
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next("")
+	// A Campaign's value is kept for later acquisitions.
+	if err := ea.Campaign(ctx, "chosen"); err != nil {
+		t.Fatal(err)
+	}
+	next("chosen")
+	if err := ea.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next("")
+	if _, err := a.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ea.Value() != "chosen" || !strings.HasSuffix(a.Token(), "|chosen") {
+		t.Fatalf("Acquire after Campaign: Value %q, Token %q; want chosen", ea.Value(), a.Token())
+	}
+	next("chosen")
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, redlock.ErrInvalidOperation) {
+		t.Fatalf("second Release = %v, want ErrInvalidOperation", err)
+	}
+}
+
+// TestElectionExtend: without autoextension, Extend resets the leader
+// key's TTL on every node that holds it; once the key is gone, Extend
+// finds the leadership lost and closes Done.
+func TestElectionExtend(t *testing.T) {
+	c, f := factory(t, redlock.WithTTL(5*time.Second), redlock.WithAutoextend(false))
+	ctx := ctxT(t, 10*time.Second)
+	e := f.NewElection("ext")
+	var l redlock.Locker = e
+	if err := e.Campaign(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "the leader's key on every node", func() bool {
+		for i := range c.Nodes {
+			if rawGet(t, c, i, "ext") != l.Token() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range c.Nodes {
+		n.Do("PEXPIRE", "ext", time.Hour.Milliseconds())
+	}
+	v, err := l.Extend(ctx)
+	if err != nil || v <= 0 {
+		t.Fatalf("Extend = %v, %v; want a positive validity", v, err)
+	}
+	// Extend returns at quorum: the last node's PEXPIRE may still be on its way.
+	waitFor(t, 2*time.Second, "the extension to reset the TTL on every node", func() bool {
+		for _, n := range c.Nodes {
+			if pttl, _ := n.Do("PTTL", "ext").(int64); pttl <= 0 || pttl > 5000 {
+				return false
+			}
+		}
+		return true
+	})
+	select {
+	case <-l.Done():
+		t.Fatal("Done closed after a successful Extend")
+	default:
+	}
+	for _, n := range c.Nodes {
+		n.Do("DEL", "ext")
+	}
+	if _, err := l.Extend(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Extend with the key gone = %v, want ErrLockLost", err)
+	}
+	<-l.Done()
+	if !errors.Is(l.Err(), redlock.ErrLockLost) {
+		t.Fatalf("Err = %v, want ErrLockLost", l.Err())
+	}
+	if err := l.Release(ctx); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Release after the loss = %v, want ErrLockLost", err)
+	}
+}

@@ -6,8 +6,9 @@ import (
 )
 
 // Locker is one holder of a lock-like primitive of this package: Lock,
-// RLock, ReadLock, WriteLock, Semaphore and MultiLock satisfy it, so code
-// that only acquires, keeps and releases can take any of them.
+// RLock, ReadLock, WriteLock, Semaphore, MultiLock and Election satisfy
+// it, so code that only acquires, keeps and releases can take any of them
+// (an Election's Acquire campaigns and its Release resigns).
 //
 // Acquire blocks until held or ctx ends; TryAcquire gives up after a bounded
 // number of attempts. Both return the validity: how long the holding can be
@@ -32,4 +33,5 @@ var (
 	_ Locker = (*MultiLock)(nil)
 	_ Locker = (*ReadLock)(nil)
 	_ Locker = (*WriteLock)(nil)
+	_ Locker = (*Election)(nil)
 )

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,6 +29,8 @@ func (s *suite) recipes(t *testing.T) {
 	t.Run("election", s.recipeElection)
 	t.Run("planted_counting_semaphore", s.plantedCountingSemaphore)
 	t.Run("planted_reader_without_writer_check", s.plantedReader)
+	t.Run("planted_multilock_partial_grant", s.plantedPartialMultiLock)
+	t.Run("planted_minority_leader", s.plantedMinorityLeader)
 }
 
 // recipeTTL is the TTL of the recipe scenarios; a fault window outlasts it,
@@ -100,6 +103,11 @@ func crossOverlaps(ivs []interval, a, b string) int {
 	}
 	return n
 }
+
+// multiLockOverlaps is the multi-lock checker: each interval of a
+// multi-lock counts for every one of its names, and no name may be held by
+// two holders at once.
+func multiLockOverlaps(ivs []interval) []overlap { return findOverlaps(splitNames(ivs)) }
 
 // splitNames turns the interval of a lock named "x+y" into one per name,
 // for the overlap checker: a multi-lock holds each of its names.
@@ -214,7 +222,7 @@ func (s *suite) recipeMultiLock(t *testing.T) {
 	stop, _ := w.start(h)
 	note := s.minorityWindows(t, h)
 	stop()
-	overlaps := findOverlaps(splitNames(h.intervals()))
+	overlaps := multiLockOverlaps(h.intervals())
 	r := h.figures("12 multi-lock, 3 overlapping sets and 2 plain locks, minority faults", w.clients)
 	r.Note = fmt.Sprintf("overlaps on a name %d; acquisitions per window: %s", len(overlaps), note)
 	r.Backend, r.Wall = string(s.c.Backend()), time.Since(start)
@@ -421,4 +429,119 @@ func errOrHeld(err error) string {
 		return "held"
 	}
 	return err.Error()
+}
+
+// plantedPartialMultiLock: a Lock holds b. A multi-lock of {a,b} that
+// sets its names one SET NX each on every node, and counts a node as
+// granted when it set any of them, gets a on all five nodes and b on none
+// and believes it holds both: the multi-lock checker must flag the overlap
+// on b. The library's MultiLock of {a,b}, tried first, is refused and
+// sets a on no node.
+func (s *suite) plantedPartialMultiLock(t *testing.T) {
+	bug, lib := newHistory(), newHistory()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := factory(t, s.c.Pools(), redlock.WithTTL(5*time.Second))
+	l := f.NewLock("p:m:b")
+	v, err := l.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := now()
+	for _, h := range []*history{bug, lib} {
+		h.hold("p:m:b", l.Token(), t1, t1+v)
+	}
+	defer l.Release(ctx)
+	m := f.NewMultiLock([]string{"p:m:a", "p:m:b"})
+	t0 := now()
+	mv, err := m.TryAcquire(ctx)
+	if err == nil {
+		lib.hold("p:m:a+p:m:b", m.Token(), t0, now()+mv)
+		defer m.Release(ctx)
+	}
+	t.Logf("library multi-lock while b is held: %v", errOrHeld(err))
+	for i, ks := range s.keys(t, "p:m:a") {
+		if len(ks) > 0 {
+			t.Errorf("the library's refused multi-lock left a on node %d", i)
+		}
+	}
+	granted := 0
+	for i := range nodes { // the planted bug: one SET per name, any success counts
+		some := false
+		for _, name := range []string{"p:m:a", "p:m:b"} {
+			if reply, err := s.do(i, "SET", name, "bug", "NX", "PX", 5000); err == nil && reply != nil {
+				some = true
+			}
+		}
+		if some {
+			granted++
+		}
+	}
+	if granted >= 3 {
+		bug.hold("p:m:a+p:m:b", "bug", now(), now()+4*time.Second)
+	}
+	bugOv, libOv := multiLockOverlaps(bug.intervals()), multiLockOverlaps(lib.intervals())
+	t.Logf("overlaps on a name: multi-lock counting partial grants (granted on %d nodes) %d, library %d", granted, len(bugOv), len(libOv))
+	if len(bugOv) == 0 {
+		t.Error("the checker missed the multi-lock that holds b beside the Lock")
+	}
+	for _, o := range libOv {
+		t.Errorf("library overlap: %v", o)
+	}
+	for i := range nodes {
+		_, _ = s.do(i, "DEL", "p:m:a")
+	}
+}
+
+// plantedMinorityLeader: a leader campaigns seeing only nodes {0,1,2} and
+// leads on those three. A campaigner that counts itself leader once two
+// nodes, a minority of five, granted its key wins nodes 3 and 4, and the
+// election checker must flag two leaders at once. The library's Election,
+// seeing every node, is refused (TryAcquire: ErrNotAcquired).
+func (s *suite) plantedMinorityLeader(t *testing.T) {
+	bug, lib := newHistory(), newHistory()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lf := factory(t, s.viewPools([]int{0, 1, 2}), redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithPipelining(false))
+	leader := lf.NewElection("p:leader")
+	v, err := leader.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := now()
+	for _, h := range []*history{bug, lib} {
+		h.hold("p:leader", leader.Token(), t1, t1+v)
+	}
+	defer leader.Release(ctx)
+	won := 0
+	for i := range nodes { // the planted bug: a quorum of nodes/2
+		if reply, err := s.do(i, "SET", "p:leader", "bug|bug", "NX", "PX", 5000); err == nil && reply != nil {
+			won++
+		}
+	}
+	if won >= nodes/2 {
+		bug.hold("p:leader", "bug", now(), now()+4*time.Second)
+	}
+	e := factory(t, s.c.Pools(), redlock.WithTTL(5*time.Second)).NewElection("p:leader")
+	t0 := now()
+	ev, err := e.TryAcquire(ctx)
+	if err == nil {
+		lib.hold("p:leader", e.Token(), t0, now()+ev)
+		defer e.Release(ctx)
+	} else if !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("the library's campaign = %v, want ErrNotAcquired", err)
+	}
+	t.Logf("library campaign beside the leader of {0,1,2} and the minority leader: %v", errOrHeld(err))
+	bugOv, libOv := bug.overlaps(), lib.overlaps()
+	t.Logf("two leaders at once: minority campaigner (won %d of %d nodes) %d (%d at most at once), library %d",
+		won, nodes, len(bugOv), maxDepth(bug.intervals(), "p:leader"), len(libOv))
+	if len(bugOv) == 0 {
+		t.Error("the checker missed the minority leader beside the real one")
+	}
+	for _, o := range libOv {
+		t.Errorf("library overlap: %v", o)
+	}
+	for i := range nodes {
+		_, _ = s.do(i, "DEL", "p:leader")
+	}
 }
