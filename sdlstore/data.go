@@ -3,7 +3,6 @@ package sdlstore
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -181,22 +180,14 @@ func (s *Store) scan(ctx context.Context, in *instance, op, ns, pattern string, 
 
 // scanMatch walks the keys of an instance matching a glob pattern with
 // SCAN and calls fn with each non-empty page of Redis keys; ns is for the
-// observer, which hears of each SCAN.
+// observer, which hears of each SCAN. The cursor needs no particular
+// connection, so each page is a command of its own.
 func (s *Store) scanMatch(ctx context.Context, in *instance, ns, op, match string, fn func(raw []string) error) error {
-	c, err := in.pool.GetContext(ctx)
-	if err != nil {
-		err = s.fault(in, op, err)
-		if s.cfg.observer != nil {
-			s.observe(ctx, in, ns, op, time.Now(), &err)
-		}
-		return err
-	}
-	defer c.Close()
 	cursor := "0"
 	for {
-		vals, err := s.scanPage(ctx, c, in, ns, op, cursor, match)
+		vals, err := redis.Values(s.do(ctx, in, ns, op, "SCAN", cursor, "MATCH", match, "COUNT", scanCount))
 		if err != nil {
-			return err
+			return replyErr(op, err)
 		}
 		if len(vals) != 2 {
 			return backendErr(op, errUnexpectedReply)
@@ -219,15 +210,6 @@ func (s *Store) scanMatch(ctx context.Context, in *instance, ns, op, match strin
 		}
 		cursor = next
 	}
-}
-
-// scanPage sends one SCAN on c.
-func (s *Store) scanPage(ctx context.Context, c redis.Conn, in *instance, ns, op, cursor, match string) (vals []any, err error) {
-	if s.cfg.observer != nil {
-		defer s.observe(ctx, in, ns, op, time.Now(), &err)
-	}
-	vals, err = redis.Values(redis.DoContext(c, ctx, "SCAN", cursor, "MATCH", match, "COUNT", scanCount))
-	return vals, s.fault(in, op, err)
 }
 
 // Remove deletes keys of namespace ns; missing keys are ignored.

@@ -1,7 +1,7 @@
 // Package sdlstore is the Shared Data Layer (SDL) of the O-RAN near-RT RIC
 // on stock Redis: a Go port of ricsdl's SyncStorage that shares its data
 // with ricsdl and sdlgo clients byte for byte, over the same []redlock.Pool
-// the lock factory uses.
+// or []redlock.Node the lock factory uses.
 //
 // # Namespaces and instances
 //
@@ -57,8 +57,9 @@
 //
 // Every error matches ErrSDL. Bad input is an ErrInvalidArgument and sends
 // nothing; a Redis error reply is an ErrRejectedByBackend; a connection
-// failure or an ended context is an ErrNotConnected; anything else an
-// ErrBackend.
+// failure or an ended context is an ErrNotConnected (on a Store made by
+// NewFromNodes, every failure of a node but an error reply of its server);
+// anything else an ErrBackend.
 //
 // # Operations
 //
@@ -72,7 +73,13 @@
 // # Configuration
 //
 // New takes pools; NewFromEnv reads the DBAAS_* variables of the RIC
-// platform, standalone or with Redis Sentinel.
+// platform, standalone or with Redis Sentinel. NewFromNodes takes the
+// redlock.Node values of redlock.NewFactoryFromNodes, so that an xApp that
+// already runs go-redis or rueidis clients shares them with the SDL
+// (redlockgoredis.Nodes, redlockrueidis.Nodes): every operation runs
+// through Node.Do, with the same data, locks and published notifications,
+// but such a Store cannot subscribe (SubscribeChannel returns
+// ErrSubscribeUnsupported), since a Node carries no subscriber connection.
 //
 // # Observing
 //

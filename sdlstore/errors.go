@@ -44,6 +44,10 @@ var (
 	// held: never acquired, released, expired, or taken over by another
 	// owner. It also matches ErrRejectedByBackend, as in ricsdl.
 	ErrLockNotHeld error = &kind{msg: "sdlstore: lock not held", parent: ErrRejectedByBackend}
+	// ErrSubscribeUnsupported: SubscribeChannel on a Store made by
+	// NewFromNodes, whose nodes carry commands but no subscriber
+	// connection. It also matches ErrInvalidArgument: nothing was sent.
+	ErrSubscribeUnsupported error = &kind{msg: "sdlstore: subscribing needs a Store made by New or NewFromEnv", parent: ErrInvalidArgument}
 )
 
 // kind is a sentinel error that matches ErrSDL and, optionally, a parent.
@@ -81,15 +85,16 @@ func backendErr(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", classify(err), op, err)
 }
 
-// classify picks the sentinel for a redigo, pool or network error.
+// classify picks the sentinel for a redigo, pool, node or network error.
 func classify(err error) error {
 	var re redis.Error
 	var ne net.Error
 	var errno syscall.Errno
+	var ue unreachableError
 	switch {
 	case errors.As(err, &re):
 		return ErrRejectedByBackend
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+	case errors.As(err, &ue), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, redis.ErrPoolExhausted), errors.Is(err, errNoMaster),
 		errors.Is(err, pubsub.ErrDisconnected), errors.Is(err, pubsub.ErrHealthCheck),

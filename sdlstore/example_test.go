@@ -2,6 +2,7 @@ package sdlstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -48,6 +49,32 @@ func Example() {
 	// user:1=alice, user:3 present: false
 	// replaced: true
 	// [user:1 user:2]
+}
+
+// A Store over the nodes of a lock factory. redlock.PoolNode stands in for
+// redlockgoredis.Nodes(rdb) or redlockrueidis.Nodes(rc), which share an
+// xApp's go-redis or rueidis clients the same way.
+func ExampleNewFromNodes() {
+	ctx := context.Background()
+	pool, err := redlock.NewPool(exampleURL)
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	sdl, err := sdlstore.NewFromNodes([]redlock.Node{redlock.PoolNode(pool)})
+	if err != nil {
+		panic(err)
+	}
+	defer sdl.Close()
+
+	ok, _ := sdl.SetIfNotExistsAndPublish(ctx, "my-app", sdlstore.ChannelEvents{"users": {"added"}}, "user:3", []byte("carol"))
+	fmt.Println("added:", ok)
+	err = sdl.SubscribeChannel(ctx, "my-app", func(string, []string) {}, "users")
+	fmt.Println("subscribe:", errors.Is(err, sdlstore.ErrSubscribeUnsupported))
+	_ = sdl.RemoveAll(ctx, "my-app")
+	// Output:
+	// added: true
+	// subscribe: true
 }
 
 func ExampleStore_SubscribeChannel() {

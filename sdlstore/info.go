@@ -47,9 +47,13 @@ func intField(m map[string]string, k string) int64 {
 	return n
 }
 
-// addr names an instance: its pool's address when the pool knows it
-// (redlock.Addresser), else the address NewFromEnv dialled, else "".
+// addr names an instance: its node's address, its pool's address when the
+// pool knows it (redlock.Addresser), else the address NewFromEnv dialled,
+// else "".
 func (in *instance) addr() string {
+	if in.node != nil {
+		return in.node.Addr()
+	}
 	if a, ok := in.pool.(redlock.Addresser); ok {
 		return a.Addr()
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/leakcheck"
 	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
-	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
 )
 
 // exampleURL is the redis:// URL of the redis-server the Example functions

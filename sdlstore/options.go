@@ -104,7 +104,8 @@ func WithLookupEnv(lookup func(key string) (string, bool)) Option {
 
 // WithDialOptions adds redigo dial options (password, TLS, timeouts) to the
 // connections NewFromEnv makes to Redis instances. Default: a 5 s connect
-// timeout only. New ignores it: its pools are already configured.
+// timeout only. New and NewFromNodes ignore it: their pools and nodes are
+// already configured.
 func WithDialOptions(opts ...redis.DialOption) Option {
 	return func(c *config) { c.dialOpts = append(c.dialOpts, opts...) }
 }

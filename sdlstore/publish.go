@@ -203,7 +203,7 @@ func (s *Store) checkKeyOp(ns, key string) error {
 }
 
 // evalBool runs a single-key script that answers 1 or 0.
-func (s *Store) evalBool(ctx context.Context, ns, op string, sc *redis.Script, args []any) (bool, error) {
+func (s *Store) evalBool(ctx context.Context, ns, op string, sc *script, args []any) (bool, error) {
 	n, err := redis.Int64(s.eval(ctx, s.inst(ns), ns, op, sc, args...))
 	if err != nil {
 		return false, replyErr(op, err)

@@ -8,8 +8,9 @@ import "github.com/gomodule/redigo/redis"
 // compared as whole Lua strings: byte for byte, NUL bytes and length
 // included (the module compared with strncmp and stopped at a NUL).
 // Publishing arguments come last as (channel, message) pairs, published in
-// order and only when the write happened. redigo sends them with EVALSHA and
-// falls back to EVAL on NOSCRIPT, for example after a restart.
+// order and only when the write happened. They go by EVALSHA, with EVAL on
+// NOSCRIPT (after a restart, for example): through redigo's Script on a
+// pool, through Node.Do on a node (nodes.go).
 const (
 	// setIfSrc: KEYS[1] key; ARGV[1] new value, ARGV[2] expected value,
 	// ARGV[3..] pairs. 1 if set (the value was ARGV[2]), else 0.
@@ -108,12 +109,35 @@ return redis.call('PTTL', KEYS[1])`
 )
 
 var (
-	setIfScript        = redis.NewScript(1, setIfSrc)
-	setNXPubScript     = redis.NewScript(1, setNXPubSrc)
-	delIfScript        = redis.NewScript(1, delIfSrc)
-	msetPubScript      = redis.NewScript(-1, msetPubSrc) // key count passed first
-	delPubScript       = redis.NewScript(-1, delPubSrc)  // key count passed first
-	lockReleaseScript  = redis.NewScript(1, lockReleaseSrc)
-	lockRefreshScript  = redis.NewScript(1, lockRefreshSrc)
-	lockValidityScript = redis.NewScript(1, lockValiditySrc)
+	setIfScript        = newScript(1, setIfSrc)
+	setNXPubScript     = newScript(1, setNXPubSrc)
+	delIfScript        = newScript(1, delIfSrc)
+	msetPubScript      = newScript(-1, msetPubSrc) // key count passed first
+	delPubScript       = newScript(-1, delPubSrc)  // key count passed first
+	lockReleaseScript  = newScript(1, lockReleaseSrc)
+	lockRefreshScript  = newScript(1, lockRefreshSrc)
+	lockValidityScript = newScript(1, lockValiditySrc)
 )
+
+// script is one of the Lua scripts: redigo's form for pools, and its
+// source and key count for nodes.
+type script struct {
+	keyCount int // -1: the key count is the first argument
+	src      string
+	rs       *redis.Script
+}
+
+func newScript(keyCount int, src string) *script {
+	return &script{keyCount: keyCount, src: src, rs: redis.NewScript(keyCount, src)}
+}
+
+// commandArgs returns the arguments of EVALSHA (head is the hash) or EVAL
+// (head is the source): head, the key count, then keysAndArgs.
+func (sc *script) commandArgs(head string, keysAndArgs []any) []any {
+	out := make([]any, 0, 2+len(keysAndArgs))
+	out = append(out, head)
+	if sc.keyCount >= 0 {
+		out = append(out, sc.keyCount)
+	}
+	return append(out, keysAndArgs...)
+}

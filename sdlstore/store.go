@@ -36,12 +36,14 @@ type Store struct {
 }
 
 // instance is one Redis instance (a standalone server or a sentinel-managed
-// master) and its shared subscriber connection.
+// master) and its shared subscriber connection. Its commands go through
+// pool or, in a Store made by NewFromNodes, through node.
 type instance struct {
 	index int
-	pool  redlock.Pool
-	name  string      // host:port when NewFromEnv made the pool, else ""
-	sub   *subscriber // created by the first SubscribeChannel; guarded by Store.subMu
+	pool  redlock.Pool // nil when node is set
+	node  redlock.Node // NewFromNodes; nil otherwise
+	name  string       // host:port when NewFromEnv made the pool, else ""
+	sub   *subscriber  // created by the first SubscribeChannel; guarded by Store.subMu
 }
 
 // New returns a Store over nodes, one pool per Redis instance in hashing
@@ -58,46 +60,64 @@ func New(nodes []redlock.Pool, opts ...Option) (*Store, error) {
 }
 
 func newStore(nodes []redlock.Pool, cfg config, owned []io.Closer) (*Store, error) {
-	if len(nodes) == 0 {
-		return nil, invalidArg("no Redis instances given")
+	if err := checkInstances(nodes, "pool"); err != nil {
+		return nil, err
 	}
-	s := &Store{cfg: cfg, owned: owned}
+	insts := make([]*instance, len(nodes))
 	for i, p := range nodes {
-		if isNilPool(p) {
-			return nil, invalidArg("instance %d is nil", i)
-		}
-		for j := 0; j < i; j++ {
-			if samePool(nodes[j], p) {
-				return nil, invalidArg("instance %d is the same pool as instance %d", i, j)
-			}
-		}
-		s.insts = append(s.insts, &instance{index: i, pool: p})
+		insts[i] = &instance{index: i, pool: p}
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ev.init(cfg)
-	return s, nil
+	return open(insts, cfg, owned), nil
 }
 
-// isNilPool reports whether p is nil or a typed nil.
-func isNilPool(p redlock.Pool) bool {
-	if p == nil {
+// open returns a Store over insts, checked by checkInstances.
+func open(insts []*instance, cfg config, owned []io.Closer) *Store {
+	s := &Store{cfg: cfg, insts: insts, owned: owned}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ev.init(cfg)
+	return s
+}
+
+// checkInstances refuses an empty list, a nil entry and an entry given
+// twice; kind names the entries in messages.
+func checkInstances[T any](list []T, kind string) error {
+	if len(list) == 0 {
+		return invalidArg("no Redis instances given")
+	}
+	for i, e := range list {
+		if isNilValue(e) {
+			return invalidArg("instance %d is nil", i)
+		}
+		for j := 0; j < i; j++ {
+			if sameValue(list[j], e) {
+				return invalidArg("instance %d is the same %s as instance %d", i, kind, j)
+			}
+		}
+	}
+	return nil
+}
+
+// isNilValue reports whether v is nil or a typed nil.
+func isNilValue(v any) bool {
+	if v == nil {
 		return true
 	}
-	v := reflect.ValueOf(p)
-	switch v.Kind() {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
-		return v.IsNil()
+		return rv.IsNil()
 	}
 	return false
 }
 
-// samePool reports whether a and b are the same pool; never panics.
-func samePool(a, b redlock.Pool) bool {
+// sameValue reports whether a and b are the same pool or node; never
+// panics on values of a non-comparable type.
+func sameValue(a, b any) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	if va.Type() != vb.Type() || !va.Comparable() {
 		return false
 	}
-	return a == b
+	return va.Equal(vb)
 }
 
 // InstanceIndex returns the index, in the node list, of the instance that
@@ -121,8 +141,8 @@ func (s *Store) Instances() int { return len(s.insts) }
 func (s *Store) inst(ns string) *instance { return s.insts[s.InstanceIndex(ns)] }
 
 // Close stops the subscribers and the event listener, waits for them to
-// exit, and closes the pools NewFromEnv made. Pools given to New are left
-// open. Every later call returns ErrClosed. Close is idempotent; it must not
+// exit, and closes the pools NewFromEnv made. Pools given to New and nodes
+// given to NewFromNodes are left open. Every later call returns ErrClosed. Close is idempotent; it must not
 // be called from an event callback.
 func (s *Store) Close() error {
 	s.lifeMu.Lock()
@@ -197,11 +217,16 @@ func (s *Store) IsActive(ctx context.Context) bool {
 }
 
 // do runs one command on an instance, with ctx bounding the pool wait and
-// the reply, and maps its error.
+// the reply, and maps its error. Replies have redigo's forms on either
+// kind of instance (nodes.go converts a node's).
 // ns is the namespace for the observer ("" when the call has none).
 func (s *Store) do(ctx context.Context, in *instance, ns, op, cmd string, args ...any) (v any, err error) {
 	if s.cfg.observer != nil {
 		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
+	if in.node != nil {
+		v, err = nodeDo(ctx, in.node, cmd, args)
+		return v, s.fault(in, op, err)
 	}
 	c, err := in.pool.GetContext(ctx)
 	if err != nil {
@@ -213,16 +238,20 @@ func (s *Store) do(ctx context.Context, in *instance, ns, op, cmd string, args .
 }
 
 // eval runs a script on an instance (EVALSHA, EVAL on NOSCRIPT).
-func (s *Store) eval(ctx context.Context, in *instance, ns, op string, sc *redis.Script, keysAndArgs ...any) (v any, err error) {
+func (s *Store) eval(ctx context.Context, in *instance, ns, op string, sc *script, keysAndArgs ...any) (v any, err error) {
 	if s.cfg.observer != nil {
 		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
+	if in.node != nil {
+		v, err = nodeEval(ctx, in.node, sc, keysAndArgs)
+		return v, s.fault(in, op, err)
 	}
 	c, err := in.pool.GetContext(ctx)
 	if err != nil {
 		return nil, s.fault(in, op, err)
 	}
 	defer c.Close()
-	v, err = sc.DoContext(ctx, c, keysAndArgs...)
+	v, err = sc.rs.DoContext(ctx, c, keysAndArgs...)
 	return v, s.fault(in, op, err)
 }
 

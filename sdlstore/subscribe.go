@@ -34,6 +34,9 @@ import (
 // goroutine (the default) or in HandleEvents (WithEventPolling). A callback
 // must not call Close. Events that find the event queue full are dropped
 // (see WithEventQueue).
+//
+// A Store made by NewFromNodes has no subscriber connection: there
+// SubscribeChannel returns ErrSubscribeUnsupported.
 func (s *Store) SubscribeChannel(ctx context.Context, ns string, cb func(channel string, events []string), channels ...string) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -47,6 +50,9 @@ func (s *Store) SubscribeChannel(ctx context.Context, ns string, cb func(channel
 	fulls, err := channelKeys(ns, channels)
 	if err != nil {
 		return err
+	}
+	if s.inst(ns).node != nil {
+		return ErrSubscribeUnsupported
 	}
 	sb, err := s.subscriber(s.inst(ns))
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
-	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
 )
 
 // The suite's notification helpers.

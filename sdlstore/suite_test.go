@@ -3,8 +3,8 @@ package sdlstore_test
 import (
 	"testing"
 
+	"github.com/redlockplus/redlock/internal/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
-	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
 )
 
 // TestSuite runs the data, notification and lock tests shared with the

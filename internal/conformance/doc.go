@@ -4,7 +4,8 @@
 // module's tests call Run with a Client that makes its nodes over real
 // redis-server processes (internal/redistest), and Interop with two
 // clients, so that every client is held to the same behaviour: mutual
-// exclusion, every quorum mask, early return past a hung node, loss
+// exclusion (between goroutines, and between processes, also of different
+// clients), every quorum mask, early return past a hung node, loss
 // detection, RLock, Do, cancellation, NOSCRIPT recovery and Close with
 // Acquire calls in flight.
 package conformance

@@ -15,15 +15,21 @@ import (
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
-// Run runs the whole suite against c, each case on nodes of its own.
+// Run runs the whole suite against c, each case on nodes of its own. Its
+// Processes cases run the test that calls Run again as child processes,
+// where Run plays one contender instead (processChild); with a client
+// other than Redigo, ProcessesWithRedigo mixes children of both clients.
 func Run(t *testing.T, c Client) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, c Client)
-	}{
+	if isChild() {
+		processChild(t, c)
+		return
+	}
+	test := t.Name()
+	cases := []testCase{
 		{"NodeContract", nodeContract},
 		{"RepeatedNodes", repeatedNodes},
 		{"MutualExclusion", mutualExclusion},
+		{"Processes", func(t *testing.T, c Client) { processes(t, test, c, c, c) }},
 		{"QuorumMasks", quorumMasks},
 		{"HungNode", hungNode},
 		{"LossDetection", lossDetection},
@@ -33,9 +39,18 @@ func Run(t *testing.T, c Client) {
 		{"NoScript", noScript},
 		{"CloseWithAcquires", closeWithAcquires},
 	}
+	if c.Name != Redigo.Name {
+		cases = append(cases, testCase{"ProcessesWithRedigo", func(t *testing.T, c Client) { processes(t, test, c, Redigo, c, Redigo) }})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, c) })
 	}
+}
+
+// testCase is one case of Run.
+type testCase struct {
+	name string
+	fn   func(t *testing.T, c Client)
 }
 
 // Interop checks that a lock held through a excludes the same name through

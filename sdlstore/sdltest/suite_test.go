@@ -5,8 +5,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/redlockplus/redlock/internal/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
-	"github.com/redlockplus/redlock/sdlstore/internal/sdlsuite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,7 +14,7 @@ import (
 func init() {
 	cases = append(cases, []testCase{
 		{name: "WireFormatData", instances: []int{3}, run: testWireFormatData},
-		{name: "WireFormatSubscribe", instances: []int{3}, run: testWireFormatSubscribe},
+		{name: "WireFormatSubscribe", instances: []int{3}, run: testWireFormatSubscribe, subscribes: true},
 		{name: "WireFormatLock", instances: []int{1}, run: testWireFormatLock},
 		{name: "WireFormatPublish", instances: both, run: testWireFormatPublish},
 	}...)

@@ -2,6 +2,7 @@ package sdlsuite
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -11,8 +12,8 @@ import (
 
 func init() {
 	cases = append(cases, []testCase{
-		{name: "NotificationsListener", instances: both, run: testNotificationsListener},
-		{name: "NotificationsPolling", instances: []int{3}, opts: []sdlstore.Option{sdlstore.WithEventPolling()}, run: testNotificationsPolling},
+		{name: "NotificationsListener", instances: both, run: testNotificationsListener, subscribes: true},
+		{name: "NotificationsPolling", instances: []int{3}, opts: []sdlstore.Option{sdlstore.WithEventPolling()}, run: testNotificationsPolling, subscribes: true},
 	}...)
 }
 
@@ -143,4 +144,38 @@ func testNotificationsPolling(t *testing.T, e *env) {
 	_, _, _, err := s.HandleEvents(c)
 	wantErr(t, err, sdlstore.ErrRejectedByBackend)
 	wantErr(t, s.StartEventListener(), sdlstore.ErrRejectedByBackend)
+}
+
+// testSubscribeUnsupported stands in for a case that subscribes, on a
+// store that cannot: SubscribeChannel refuses with ErrSubscribeUnsupported
+// on every instance, UnsubscribeChannel has nothing to drop, and a publish
+// still reaches a raw subscriber.
+func testSubscribeUnsupported(t *testing.T, e *env) {
+	c, s := ctx(t), e.s
+	cb, _ := collector(t)
+	for i := range s.Instances() {
+		ns := namespaceOn(t, s, i)
+		err := s.SubscribeChannel(c, ns, cb, "ch")
+		wantErr(t, err, sdlstore.ErrSubscribeUnsupported)
+		wantErr(t, err, sdlstore.ErrInvalidArgument)
+		must(t, s.UnsubscribeChannel(c, ns, "ch"))
+		recv := e.rawSubscriber(i, "{"+ns+"},ch")
+		must(t, s.SetAndPublish(c, ns, sdlstore.ChannelEvents{"ch": {"e"}}, map[string][]byte{"k": []byte("v")}))
+		if m, ok := recv(5 * time.Second); !ok || string(m.Data) != "e" {
+			t.Fatalf("instance %d: raw subscriber got %q (%v), want the event", i, m.Data, ok)
+		}
+	}
+	wantErr(t, s.SubscribeChannel(c, "", cb, "ch"), sdlstore.ErrInvalidArgument)
+}
+
+// namespaceOn returns a namespace whose home is instance i.
+func namespaceOn(t *testing.T, s *sdlstore.Store, i int) string {
+	t.Helper()
+	for k := range 1000 {
+		if ns := "ns" + strconv.Itoa(k); s.InstanceIndex(ns) == i {
+			return ns
+		}
+	}
+	t.Fatalf("no namespace among 1000 lives on instance %d", i)
+	return ""
 }

@@ -19,10 +19,11 @@ type Start func(t *testing.T, n int, opts ...sdlstore.Option) (*sdlstore.Store, 
 
 // testCase is one test of the suite.
 type testCase struct {
-	name      string
-	instances []int // a subtest per count
-	opts      []sdlstore.Option
-	run       func(t *testing.T, e *env)
+	name       string
+	instances  []int // a subtest per count
+	opts       []sdlstore.Option
+	run        func(t *testing.T, e *env)
+	subscribes bool // needs SubscribeChannel
 }
 
 // both is the usual instance counts: one, and three.
@@ -33,13 +34,22 @@ var cases []testCase
 
 // Run runs every case of the suite as a subtest of t, on stores made by
 // start.
-func Run(t *testing.T, start Start) {
+func Run(t *testing.T, start Start) { run(t, start, true) }
+
+// run runs the cases; without subscribe (RunNodes) each case that
+// subscribes is replaced by testSubscribeUnsupported.
+func run(t *testing.T, start Start, subscribe bool) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, n := range tc.instances {
 				t.Run(strconv.Itoa(n)+"instances", func(t *testing.T) {
 					s, addrs := start(t, n, tc.opts...)
-					tc.run(t, &env{t: t, s: s, addrs: addrs})
+					e := &env{t: t, s: s, addrs: addrs}
+					if tc.subscribes && !subscribe {
+						testSubscribeUnsupported(t, e)
+						return
+					}
+					tc.run(t, e)
 				})
 			}
 		})
