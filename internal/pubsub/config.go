@@ -19,12 +19,17 @@ const (
 	DefaultMaxBackoff = 5 * time.Second
 )
 
-// Config is what a Subscriber needs. Only Dial is required.
+// Config is what a Subscriber needs. Dial or Open is required, not both.
 type Config struct {
-	// Dial opens a connection to the node. The Subscriber owns it until it
-	// closes it; it must support redis.ConnWithContext, as redigo's
-	// connections and pooled connections do. ctx carries DialTimeout.
+	// Dial opens a redigo connection to the node. The Subscriber owns it
+	// until it closes it; it must support redis.ConnWithContext, as
+	// redigo's connections and pooled connections do. ctx carries
+	// DialTimeout.
 	Dial func(ctx context.Context) (redis.Conn, error)
+	// Open opens a pub/sub connection of another client to the node,
+	// instead of Dial; the Subscriber owns it until it closes it. ctx
+	// carries DialTimeout.
+	Open func(ctx context.Context) (Conn, error)
 
 	// Spawn starts the Subscriber's goroutine; false means the owner is
 	// shutting down, and New fails with ErrClosed. Default: the go
@@ -68,8 +73,8 @@ type Config struct {
 
 // resolve returns c with defaults filled in, or an ErrInvalidConfig.
 func (c Config) resolve() (Config, error) {
-	if c.Dial == nil {
-		return c, fmt.Errorf("%w: Dial is nil", ErrInvalidConfig)
+	if (c.Dial == nil) == (c.Open == nil) {
+		return c, fmt.Errorf("%w: exactly one of Dial and Open is needed", ErrInvalidConfig)
 	}
 	var err error
 	defaultTo(&c.HealthInterval, DefaultHealthInterval, "HealthInterval", &err)

@@ -3,6 +3,15 @@
 // wake-ups of the lock factory and the notifications of sdlstore both sit on
 // it.
 //
+// # Connections
+//
+// The connection comes from Config.Dial, a redigo connection, or from
+// Config.Open, a Conn: a pub/sub connection of another client (go-redis,
+// rueidis), which package redlock gets from a redlock.PubSubNode. Both run
+// the same Subscriber; one internal seam (wire) writes the commands and
+// reads the replies of either, and a redigo connection sends each batch of
+// commands in one flush.
+//
 // # What a Subscriber does
 //
 // A Subscriber holds the set of channels its owner asked for. Subscribe and

@@ -94,7 +94,10 @@ func TestSpawn(t *testing.T) {
 func TestInvalidConfig(t *testing.T) {
 	node := start(t)
 	for name, edit := range map[string]func(*pubsub.Config){
-		"nil Dial":                func(c *pubsub.Config) { c.Dial = nil },
+		"nil Dial": func(c *pubsub.Config) { c.Dial = nil },
+		"both Dial and Open": func(c *pubsub.Config) {
+			c.Open = func(context.Context) (pubsub.Conn, error) { return nil, errors.New("unused") }
+		},
 		"negative HealthInterval": func(c *pubsub.Config) { c.HealthInterval = -1 },
 		"negative DialTimeout":    func(c *pubsub.Config) { c.DialTimeout = -time.Second },
 		"negative MinBackoff":     func(c *pubsub.Config) { c.MinBackoff = -1 },

@@ -4,15 +4,13 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // session is one connection: a reader and a writer goroutine, watched by
 // the Subscriber's goroutine, which also runs the health check.
 type session struct {
 	s         *Subscriber
-	conn      redis.Conn
+	conn      wire
 	reconnect bool
 	lastSeen  atomic.Int64 // unix nanoseconds of the last reply read
 	up        atomic.Bool  // the first PONG came: OnConnect ran
@@ -21,7 +19,7 @@ type session struct {
 // serve runs conn until it fails, stops answering, or the Subscriber
 // closes; it returns after the reader and the writer have exited and conn
 // is closed. answered reports whether the connection came up.
-func (s *Subscriber) serve(conn redis.Conn, reconnect bool) (answered bool, err error) {
+func (s *Subscriber) serve(conn wire, reconnect bool) (answered bool, err error) {
 	ss := &session{s: s, conn: conn, reconnect: reconnect}
 	ss.lastSeen.Store(time.Now().UnixNano())
 	s.mu.Lock()
@@ -33,7 +31,7 @@ func (s *Subscriber) serve(conn redis.Conn, reconnect bool) (answered bool, err 
 	go func() { readc <- ss.read(ctx) }()
 	go func() { writec <- ss.write(ctx) }()
 	running, err := ss.watch(readc, writec)
-	cancel() // the reader's ReceiveContext closes the socket, which unblocks a write too
+	cancel() // the reader's receive closes the socket, which unblocks a write too
 	for ; running > 0; running-- {
 		select {
 		case <-readc:
@@ -44,7 +42,7 @@ func (s *Subscriber) serve(conn redis.Conn, reconnect bool) (answered bool, err 
 	s.mu.Lock()
 	s.set.reset(false)
 	s.mu.Unlock()
-	conn.Close()
+	conn.close()
 	return ss.up.Load(), err
 }
 
@@ -82,7 +80,7 @@ func (ss *session) write(ctx context.Context) error {
 		ss.s.mu.Lock()
 		subs, unsubs, ping := ss.s.set.take()
 		ss.s.mu.Unlock()
-		if err := ss.send(subs, unsubs, ping); err != nil {
+		if err := ss.conn.send(ctx, subs, unsubs, ping); err != nil {
 			return err
 		}
 		select {
@@ -93,39 +91,14 @@ func (ss *session) write(ctx context.Context) error {
 	}
 }
 
-// send writes and flushes one batch of commands.
-func (ss *session) send(subs, unsubs []any, ping bool) error {
-	if len(subs) == 0 && len(unsubs) == 0 && !ping {
-		return nil
-	}
-	var err error
-	if len(unsubs) > 0 {
-		err = ss.conn.Send("UNSUBSCRIBE", unsubs...)
-	}
-	if len(subs) > 0 && err == nil {
-		err = ss.conn.Send("SUBSCRIBE", subs...)
-	}
-	if ping && err == nil {
-		err = ss.conn.Send("PING")
-	}
-	if err != nil {
-		return err
-	}
-	return ss.conn.Flush()
-}
-
 // read handles replies until ctx ends or the connection fails.
 func (ss *session) read(ctx context.Context) error {
 	for {
-		v, err := redis.ReceiveContext(ss.conn, ctx)
+		p, err := ss.conn.receive(ctx)
 		if err != nil {
 			return err
 		}
 		ss.lastSeen.Store(time.Now().UnixNano())
-		p, err := parsePush(v)
-		if err != nil {
-			return err
-		}
 		ss.handle(p)
 	}
 }

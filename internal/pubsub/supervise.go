@@ -61,16 +61,29 @@ func (s *Subscriber) awaitChannels() bool {
 // the dial succeeded.
 func (s *Subscriber) connectOnce(reconnect bool) (answered, dialled bool, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
-	conn, err := s.cfg.Dial(ctx)
+	conn, err := s.dial(ctx)
 	cancel()
-	if err == nil && conn == nil {
-		err = errNilConn
-	}
 	if err != nil {
 		return false, false, err
 	}
 	answered, err = s.serve(conn, reconnect)
 	return answered, true, err
+}
+
+// dial opens a connection with Config.Dial or Config.Open.
+func (s *Subscriber) dial(ctx context.Context) (wire, error) {
+	if s.cfg.Open != nil {
+		c, err := s.cfg.Open(ctx)
+		if err == nil && c == nil {
+			err = errNilConn
+		}
+		return connWire{c}, err
+	}
+	c, err := s.cfg.Dial(ctx)
+	if err == nil && c == nil {
+		err = errNilConn
+	}
+	return redigoWire{c}, err
 }
 
 // down reports a failed dial or a lost connection: it fails the waiting
