@@ -80,8 +80,9 @@ func (e ReplyError) Error() string { return string(e) }
 // pipelining and wake-ups of NewFactory when every node of the list is one;
 // in a mixed list they borrow a pool connection per command. Other nodes
 // run their commands in goroutines of the factory, in batches when the
-// node is a Batcher, and their blocked Acquire calls poll. Close does not
-// close the nodes' clients.
+// node is a Batcher. Blocked Acquire calls are woken by releases through
+// the nodes that are PubSubNodes (or PoolNodes of a *redis.Pool); over
+// none of them they poll. Close does not close the nodes' clients.
 func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
 	cfg := defaultConfig().apply(opts)
 	check := cfg
@@ -93,7 +94,7 @@ func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
 	}
 	f := newFactory(nodes, cfg, check, check.pipelining && allPools(nodes))
 	if check.wakeups {
-		f.wake = newWaker(f.nodes, check.nodeTimeout, f.o, cfg.logger)
+		f.wake = newWaker(nodes, check.nodeTimeout, f.o, cfg.logger)
 	}
 	return f, nil
 }

@@ -66,19 +66,27 @@ func (wt *waiter) poke() {
 	}
 }
 
-// newWaker returns a waker over the nodes whose pools can dial a dedicated
-// connection (*redis.Pool), or nil when none can. Its subscribers (one per
-// such node, goroutines of the owner) start with the first wait, so that a
-// factory whose Acquire calls never block runs none.
-func newWaker(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.Logger) *waker {
+// newWaker returns a waker over the nodes that can open a connection of
+// their own: PoolNodes whose pool dials (*redis.Pool) and PubSubNodes; nil
+// when none can. Its subscribers (one per such node, goroutines of the
+// owner) start with the first wait, so that a factory whose Acquire calls
+// never block runs none.
+func newWaker(nodes []Node, nodeTimeout time.Duration, o *owner, logger *slog.Logger) *waker {
 	w := &waker{names: map[string]*interest{}}
-	for _, n := range nodes {
-		dial := dialerOf(n.pool)
-		if dial == nil {
+	for _, nd := range nodes {
+		var cfg pubsub.Config
+		switch n := nd.(type) {
+		case poolNode:
+			cfg.Dial = dialerOf(n.p)
+		case PubSubNode:
+			cfg.Open = openerOf(n)
+		}
+		if cfg.Dial == nil && cfg.Open == nil {
 			continue
 		}
 		w.configs = append(w.configs, pubsub.Config{
-			Dial:           dial,
+			Dial:           cfg.Dial,
+			Open:           cfg.Open,
 			Spawn:          o.spawn,
 			OnMessage:      w.notify,
 			OnConfirm:      w.confirm,
