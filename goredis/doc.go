@@ -22,9 +22,17 @@
 // costs the lock an attempt.
 //
 // The commands that concurrent lock operations start on a node go out as
-// go-redis pipelines (redlock.Batcher), a few at a time; blocked Acquire
-// calls poll (the release notifications of package redlock use redigo
-// subscribers).
+// go-redis pipelines (redlock.Batcher), a few at a time.
+//
+// Blocked Acquire calls are woken by the releases of their lock over
+// go-redis's pub/sub (redlock.PubSubNode): from the first one that waits,
+// the factory keeps one PubSub of each client (client.Subscribe), PINGs it
+// every second, closes it and opens another when it fails, and closes it
+// in Close. For a *redis.ClusterClient the PubSub is on a random node of
+// the cluster, which hears every release since Redis forwards PUBLISH to
+// the whole cluster. A *redis.Ring is not a PubSubNode: it would subscribe
+// on the shard of the channel's name while a release publishes on the
+// shard of the lock's key, so its waiters poll.
 //
 // This is a module of its own (github.com/redlockplus/redlock/goredis), so
 // that go-redis stays out of the dependencies of package redlock.

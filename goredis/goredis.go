@@ -20,7 +20,7 @@ func Nodes(clients ...redis.UniversalClient) []redlock.Node {
 	nodes := make([]redlock.Node, len(clients))
 	for i, c := range clients {
 		if !isNil(c) {
-			nodes[i] = node{c}
+			nodes[i] = nodeOf(c)
 		}
 	}
 	return nodes

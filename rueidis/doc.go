@@ -11,8 +11,18 @@
 // all on the client's automatically pipelined connection; its TLS settings
 // and hooks apply, and the factory never closes the clients. Each client
 // must reach one independent Redis server; the factory refuses two clients
-// of the same server. Blocked Acquire calls poll (the release
-// notifications of package redlock use redigo subscribers).
+// of the same server.
+//
+// Blocked Acquire calls are woken by the releases of their lock over
+// rueidis's pub/sub (redlock.PubSubNode): from the first one that waits,
+// the factory keeps one dedicated connection of each client (Dedicate, with
+// SetPubSubHooks), PINGs it every second, closes it and opens another when
+// it fails, and closes it in Close. Opening it waits for rueidis's dial
+// (Dedicate takes no context), so Close may wait up to the client's dial
+// timeout while a node does not answer. On RESP3 (Redis 6 and later) the
+// PING checks the subscribed connection itself; rueidis runs RESP2
+// subscriptions on a connection of their own, which the PING does not
+// reach.
 //
 // Create the clients with ForceSingleClient: true. Without it
 // rueidis.NewClient fails while its node is down, so that a service could
