@@ -6,6 +6,8 @@
 // clients, so that every client is held to the same behaviour: mutual
 // exclusion (between goroutines, and between processes, also of different
 // clients), every quorum mask, early return past a hung node, loss
-// detection, RLock, Do, cancellation, NOSCRIPT recovery and Close with
-// Acquire calls in flight.
+// detection, RLock, Do, cancellation, NOSCRIPT recovery, Close with Acquire
+// calls in flight, and the wake-up of a blocked Acquire by a release over
+// the client's own pub/sub connections, which Close closes and which are
+// opened again after the server killed them.
 package conformance

@@ -38,6 +38,8 @@ func Run(t *testing.T, c Client) {
 		{"Cancellation", cancellation},
 		{"NoScript", noScript},
 		{"CloseWithAcquires", closeWithAcquires},
+		{"Wakeup", wakeup},
+		{"WakeupAfterKill", wakeupAfterKill},
 	}
 	if c.Name != Redigo.Name {
 		cases = append(cases, testCase{"ProcessesWithRedigo", func(t *testing.T, c Client) { processes(t, test, c, Redigo, c, Redigo) }})
