@@ -136,6 +136,8 @@ func TestWakerPattern(t *testing.T) {
 
 	in := w.watch("lock1")
 	recv(t, in.ready, "ready")
+	// ready means one node confirmed, not necessarily node 1.
+	eventually(t, "node 1 subscribed", func() bool { return numsub(t, c.Nodes[1], prefix+"lock1") == 1 })
 	publish(t, c.Nodes[1], prefix+"lock1", "token-a")
 	if tok := recv(t, in.wake, "wake-up"); tok != "token-a" {
 		t.Fatalf("woken by %q", tok)
@@ -150,6 +152,9 @@ func TestWakerPattern(t *testing.T) {
 
 	in = w.watch("lock2")
 	recv(t, in.ready, "ready")
+	// Node 2's subscriber must have been connected before the restart for
+	// its next connection to be a reconnection.
+	eventually(t, "node 2 subscribed", func() bool { return numsub(t, c.Nodes[2], prefix+"lock2") == 1 })
 	c.Nodes[2].Kill()
 	c.Nodes[2].Start()
 	if tok := recv(t, in.wake, "wake-up after a reconnection"); tok != "reconnected" {
