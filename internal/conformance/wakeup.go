@@ -29,6 +29,13 @@ const (
 	wakeDeadline   = 25 * time.Second
 )
 
+// RunWakeups runs the wake-up cases of the suite only, for a client whose
+// other behaviour Run covers already.
+func RunWakeups(t *testing.T, c Client) {
+	t.Run("Wakeup", func(t *testing.T) { wakeup(t, c) })
+	t.Run("WakeupAfterKill", func(t *testing.T) { wakeupAfterKill(t, c) })
+}
+
 // wakeup: an Acquire blocked on a lock held through another factory is
 // woken by the Release over the factory's own subscriber connections, and
 // Close closes them.
