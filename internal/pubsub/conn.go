@@ -108,11 +108,18 @@ func (w connWire) send(ctx context.Context, subs, unsubs []any, ping bool) error
 }
 
 // receive closes the connection when ctx ends, so that a client whose
-// Receive heeds only deadlines returns too.
+// Receive heeds only deadlines returns too; it returns after that Close,
+// so that nothing of the session outlives it.
 func (w connWire) receive(ctx context.Context) (push, error) {
-	stop := context.AfterFunc(ctx, func() { w.conn.Close() })
+	closed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(closed)
+		w.conn.Close()
+	})
 	r, err := w.conn.Receive(ctx)
-	stop()
+	if !stop() {
+		<-closed
+	}
 	if err != nil {
 		return push{}, err
 	}
