@@ -135,9 +135,10 @@ func WithPipelining(on bool) Option {
 // Release publishes on a per-lock channel, and the factory holds one
 // subscriber connection per node, dialled with the *redis.Pool's dial
 // function or opened by a PubSubNode (NewFactoryFromNodes); with other Pool
-// types and Nodes, and for locks made by NewLock, Acquire polls. A waiter that hears nothing (the holder crashed, or another client
-// deleted the key) retries after the jittered retry delay, capped by the
-// key's remaining time to live. Like WithPipelining, it is factory-level:
+// types and Nodes, and for locks made by NewLock, Acquire polls. A waiter
+// that hears nothing (the holder crashed, or another client deleted the
+// key) retries after the jittered retry delay, capped by the key's
+// remaining time to live. Like WithPipelining, it is factory-level:
 // giving it to one lock is an ErrInvalidArgument.
 func WithWakeups(on bool) Option {
 	return func(c *config) { c.wakeups = on; c.factoryOnly = append(c.factoryOnly, "WithWakeups") }
