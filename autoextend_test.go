@@ -14,12 +14,15 @@ import (
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
-// TestAutoextendKeepsShortLock holds a 1 s lock for 5 s: the autoextender
-// must keep it, so Done stays open and a quorum still has the token.
+// TestAutoextendKeepsShortLock holds a 2 s lock for 5 s: the autoextender
+// must keep it, so Done stays open and a quorum still has the token. (With
+// 1 s the extension, due at 750 ms, had under 250 ms of slack, which a
+// loaded machine running the race detector sometimes took: the validity
+// really ran out.)
 func TestAutoextendKeepsShortLock(t *testing.T) {
 	c, pools := cluster(t, 3)
 	ctx := ctxT(t, 30*time.Second)
-	l, _ := redlock.NewLock("keep", pools, redlock.WithTTL(time.Second))
+	l, _ := redlock.NewLock("keep", pools, redlock.WithTTL(2*time.Second))
 	if _, err := l.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
