@@ -207,7 +207,7 @@ func Standard(quick bool) []Workload {
 			NodeCount: 3, Locks: n(100000, 2000), TTL: d(30*time.Second, 2*time.Second), Duration: d(time.Minute, 3*time.Second)},
 		{ID: "W8", Title: "W1 on 3, 5 and 7 nodes", Kind: Cycle,
 			NodeCount: 7, Goroutines: 1, Duration: d(4*time.Second, 300*time.Millisecond)},
-		{ID: "W9", Title: "loss detection: a quorum's keys deleted or overwritten, TTL 120 s", Kind: Detect,
+		{ID: "W9", Title: "loss detection, TTL 120 s", Kind: Detect,
 			NodeCount: 3, Ops: n(200, 6), TTL: 2 * time.Minute, Hold: 20 * time.Millisecond,
 			MaxWait: d(time.Second, 200*time.Millisecond)},
 	}
