@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -80,8 +81,12 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("results.json lacks %s", g)
 		}
 	}
-	if len(rep.Goals) < 10 || rep.Machine.CPUs == 0 || rep.Versions["github.com/go-redsync/redsync/v4"] == "" {
+	if len(rep.Goals) < 10 || rep.Machine.CPUs == 0 || rep.Versions["github.com/go-redsync/redsync/v4"] == "" ||
+		rep.Versions["github.com/redis/rueidis"] == "" {
 		t.Errorf("goals %d, machine %+v, versions %v", len(rep.Goals), rep.Machine, rep.Versions)
+	}
+	if runtime.GOOS == "linux" && (rep.Machine.Memory == "unknown" || rep.Machine.Kernel == "unknown") {
+		t.Errorf("machine %+v: memory or kernel not read from /proc", rep.Machine)
 	}
 
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))

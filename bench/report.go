@@ -272,7 +272,9 @@ func (r *report) printTables(w io.Writer) {
 		fmt.Fprintln(w, "processed/s: the same from INFO stats total_commands_processed, the tool's INFO calls left out;")
 		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. CPU % of a core: client CPU s (getrusage) per second of hold;")
 		fmt.Fprintln(w, "heap B/lock: live heap after a forced GC at the end of the hold, less a baseline taken before the lock handles were made, per lock held.")
-		fmt.Fprintln(w, "redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
+		if slices.ContainsFunc(wl.Results, func(res benchkit.Result) bool { return strings.HasPrefix(res.Target, "redsync") }) {
+			fmt.Fprintln(w, "redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
+		}
 	}
 	r.printDetect(w)
 	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options; ours-goredis and ours-rueidis against redlock;")
@@ -345,8 +347,8 @@ func (r *report) writeMarkdown(path string) error {
 	fmt.Fprintf(&b, "Run of %s, %.0f s, %d interleaved round(s) per workload; slow node: +%s per round trip.\n\n",
 		r.Started.Format(time.RFC3339), r.DurationSeconds, r.Rounds, r.SlowNodeRTT)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", strings.TrimSpace("go run -C bench . "+strings.Join(r.Args, " ")))
-	fmt.Fprintf(&b, "Machine: %d CPUs, %s, %s; %s; %s; load average at the end: %s\n\n",
-		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.OS, r.Machine.Go, r.Machine.Redis, r.Machine.LoadAvg)
+	fmt.Fprintf(&b, "Machine: %d CPUs, %s, %s memory, %s (kernel %s); %s; %s; load average at the end: %s\n\n",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.Memory, r.Machine.OS, r.Machine.Kernel, r.Machine.Go, r.Machine.Redis, r.Machine.LoadAvg)
 	keys := make([]string, 0, len(r.Versions))
 	for k := range r.Versions {
 		keys = append(keys, k)
