@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -27,7 +28,12 @@ func TestQuickRun(t *testing.T) {
 	if err := run(context.Background(), []string{"-quick", "-out", out}, &stdout, io.Discard); err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())
 	}
-	for _, want := range []string{"| W1-3 | redlock |", "| W1-3 | redlock-fenced |", "| W4 | floor |", "| W2 | ours-goredis |", "| W2 | ours-rueidis |", "Goals", "| W6 | locks lost redlock |", "ops/s ours-rueidis/redlock"} {
+	for _, want := range []string{"| W1-3 | redlock |", "| W1-3 | redlock-fenced |", "| W4 | floor |", "| W2 | ours-goredis |", "| W2 | ours-rueidis |",
+		"Goals", "| W6 | locks lost redlock |", "ops/s ours-rueidis/redlock",
+		"| W1-3 | rueidislock |", "| W3 | rueidislock-default |", "| W8 | redlock-7n |", "| W8 | floor-3n |",
+		"| W1-3 | cycle p50 redlock/rueidislock |", "| W2 | ops/s redlock/rueidislock |", "| W3 | acquire wait p99 redlock/rueidislock |",
+		"| W7 | heap per held lock redlock, bytes |", "| W7 | client CPU redlock, share of one core |", "| W7 | locks lost redlock |",
+		"| W8 | cycle p50 redlock-7n/redlock-3n |", "| W9 | loss detected p99 redlock, ms |", "| rueidislock-default | 6 |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}
@@ -44,7 +50,11 @@ func TestQuickRun(t *testing.T) {
 	seen := map[string]bool{}
 	for _, w := range rep.Workloads {
 		seen[w.Goal] = true
-		if len(w.Results) < 2 {
+		if w.ID == "W7" {
+			if len(w.Results) != 1 || w.Results[0].Target != "redlock" {
+				t.Errorf("W7: results %+v, want redlock's only", w.Results)
+			}
+		} else if len(w.Results) < 2 {
 			t.Errorf("%s: %d results, want ours and others", w.ID, len(w.Results))
 		}
 		for _, res := range w.Results {
@@ -57,18 +67,26 @@ func TestQuickRun(t *testing.T) {
 			if w.Kind == "allocs" && res.AllocsPerOp <= 0 {
 				t.Errorf("%s %s: no allocations counted", w.ID, res.Target)
 			}
-			if w.Kind == "keep" && (res.Keep == nil || res.Keep.Acquired == 0 || res.Keep.Commands == 0) {
+			if w.Kind == "keep" && (res.Keep == nil || res.Keep.Acquired == 0 || res.Keep.Commands == 0 ||
+				res.Keep.Processed == 0 || res.Keep.HeapBytesPerLock <= 0 || res.Keep.CPUFraction <= 0) {
 				t.Errorf("%s %s: keep result %+v", w.ID, res.Target, res.Keep)
+			}
+			if w.Kind == "detect" && (res.Detect == nil || res.Detect.Samples == 0 || res.Errors != 0) {
+				t.Errorf("%s %s: detect result %+v, errors %d (first %q)", w.ID, res.Target, res.Detect, res.Errors, res.FirstError)
 			}
 		}
 	}
-	for _, g := range []string{"W1", "W2", "W3", "W4", "W5", "W6"} {
+	for _, g := range []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"} {
 		if !seen[g] {
 			t.Errorf("results.json lacks %s", g)
 		}
 	}
-	if len(rep.Goals) < 10 || rep.Machine.CPUs == 0 || rep.Versions["github.com/go-redsync/redsync/v4"] == "" {
+	if len(rep.Goals) < 10 || rep.Machine.CPUs == 0 || rep.Versions["github.com/go-redsync/redsync/v4"] == "" ||
+		rep.Versions["github.com/redis/rueidis"] == "" {
 		t.Errorf("goals %d, machine %+v, versions %v", len(rep.Goals), rep.Machine, rep.Versions)
+	}
+	if runtime.GOOS == "linux" && (rep.Machine.Memory == "unknown" || rep.Machine.Kernel == "unknown") {
+		t.Errorf("machine %+v: memory or kernel not read from /proc", rep.Machine)
 	}
 
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))
@@ -76,7 +94,8 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("results.md: %v\n%s", err, md)
 	}
 
-	for _, name := range []string{"latency-w1-3.png", "latency-w3.png", "latency-w4.png", "throughput.png", "w5-allocs.png", "w6-keep.png"} {
+	for _, name := range []string{"latency-w1-3.png", "latency-w3.png", "latency-w4.png", "throughput.png", "w5-allocs.png", "w6-keep.png",
+		"w7-keep.png", "latency-w8.png", "latency-w9.png", "goals-round2.png"} {
 		b, err := os.ReadFile(filepath.Join(out, "charts", name))
 		if err != nil {
 			t.Error(err)
@@ -94,10 +113,11 @@ func TestFlags(t *testing.T) {
 		want    []string // workload ids
 		wantErr bool
 	}{
-		{args: []string{"-quick"}, want: []string{"W1-3", "W1-5", "W2", "W3", "W4", "W5", "W6"}},
+		{args: []string{"-quick"}, want: []string{"W1-3", "W1-5", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"}},
+		{args: []string{"-workloads", "W9,W8"}, want: []string{"W9", "W8"}},
 		{args: []string{"-workloads", "W1,w3"}, want: []string{"W1-3", "W1-5", "W3"}},
 		{args: []string{"-workloads", "W1-5"}, want: []string{"W1-5"}},
-		{args: []string{"-workloads", "W9"}, wantErr: true},
+		{args: []string{"-workloads", "W10"}, wantErr: true},
 		{args: []string{"-rounds", "-1"}, wantErr: true},
 		{args: []string{"extra"}, wantErr: true},
 	} {

@@ -18,9 +18,10 @@ import (
 )
 
 // drawCharts writes the PNG charts of a run into dir and returns their
-// paths: one latency-by-percentile chart per latency workload, the
-// throughput of every cycle workload, the allocations of W5 and the costs
-// of W6.
+// paths: one latency-by-percentile chart per latency workload (W9: the
+// loss detection), the throughput of every cycle workload, the allocations
+// of W5, the costs of W6 and W7, and the round-2 goals against their
+// limits, captioned with the machine.
 func drawCharts(r *report, dir string) ([]string, error) {
 	var paths []string
 	save := func(name string, img *vgimg.Canvas) error {
@@ -101,7 +102,11 @@ func drawCharts(r *report, dir string) ([]string, error) {
 			if err != nil {
 				return paths, err
 			}
-			ps = []*plot.Plot{a, b, c}
+			d, err := barPlot(w.ID+" client heap per held lock", "bytes", w.Results, keep(func(k *benchkit.KeepResult) float64 { return k.HeapBytesPerLock }))
+			if err != nil {
+				return paths, err
+			}
+			ps = []*plot.Plot{a, b, c, d}
 		default:
 			continue
 		}
@@ -109,7 +114,95 @@ func drawCharts(r *report, dir string) ([]string, error) {
 			return paths, err
 		}
 	}
+	if p, ok, err := goalsPlot(r); err != nil {
+		return paths, err
+	} else if ok {
+		if err := save("goals-round2.png", render(p, 18, 11)); err != nil {
+			return paths, err
+		}
+	}
 	return paths, nil
+}
+
+// goalsPlot draws the goals of issue 15 (round2Goals) as how far each
+// measure is from its limit, 1 being the limit and higher better: limit /
+// value for an upper bound, value / limit for a lower one, and for "0
+// lost" 1 or 0; capped at 3. The title names the machine. ok is false
+// without such goals.
+func goalsPlot(r *report) (p *plot.Plot, ok bool, err error) {
+	var vals plotter.Values
+	var names []string
+	for _, c := range r.round2Goals() {
+		var v float64
+		switch {
+		case c.Cmp == "==":
+			if c.Pass {
+				v = 1
+			}
+		case c.Cmp == "<=" && c.Value > 0:
+			v = c.Limit / c.Value
+		case c.Cmp == "<=":
+			v = 3 // nothing measured against a positive limit
+		case c.Limit > 0:
+			v = c.Value / c.Limit
+		}
+		vals = append(vals, math.Min(v, 3))
+		names = append(names, c.Goal+" "+goalLabel(c.Metric))
+	}
+	if len(vals) == 0 {
+		return nil, false, nil
+	}
+	p = plot.New()
+	m := r.Machine
+	p.Title.Text = fmt.Sprintf("Round 2 goals: margin (1 = the limit, higher is better, capped at 3)\n%d CPUs, %s, %s; Redis %s; %s; load at the end %s",
+		m.CPUs, m.CPUModel, m.OS, redisShort(m.Redis), m.Go, loadShort(m.LoadAvg))
+	p.Y.Label.Text = "margin to the goal"
+	bars, err := plotter.NewBarChart(vals, vg.Points(22))
+	if err != nil {
+		return nil, false, fmt.Errorf("bench: goals chart: %w", err)
+	}
+	bars.Color = plotutil.Color(0)
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	limit := plotter.NewFunction(func(float64) float64 { return 1 })
+	limit.Color = plotutil.Color(1)
+	limit.Dashes = plotutil.Dashes(1)
+	p.Add(limit)
+	p.NominalX(names...)
+	p.X.Tick.Label.Font.Size = vg.Points(7)
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	p.Y.Min = 0
+	return p, true, nil
+}
+
+// goalLabel is a goal's metric without the targets: "cycle p50" of "cycle
+// p50 redlock/rueidislock".
+func goalLabel(metric string) string {
+	var words []string
+	for _, f := range strings.Fields(metric) {
+		if strings.Contains(f, "redlock") {
+			break
+		}
+		words = append(words, f)
+	}
+	return strings.Join(words, " ")
+}
+
+// redisShort is the version of `redis-server --version` ("v=7.0.15").
+func redisShort(version string) string {
+	for _, f := range strings.Fields(version) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return version
+}
+
+// loadShort keeps the three load averages of /proc/loadavg.
+func loadShort(loadavg string) string {
+	f := strings.Fields(loadavg)
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // latencyPlot draws latency against percentile, HdrHistogram style: the x
@@ -120,9 +213,13 @@ func latencyPlot(w workloadReport) (*plot.Plot, error) {
 	p := plot.New()
 	metric := "cycle (lock+unlock)"
 	pick := func(res benchkit.Result) *benchkit.Recorder { return res.CycleSamples }
-	if w.Goal == "W3" || w.Goal == "W4" {
+	switch {
+	case w.Goal == "W3" || w.Goal == "W4":
 		metric = "acquire wait"
 		pick = func(res benchkit.Result) *benchkit.Recorder { return res.AcquireSamples }
+	case w.Kind == "detect":
+		metric = "keys broken to Done (misses at the bound)"
+		pick = func(res benchkit.Result) *benchkit.Recorder { return res.DetectSamples }
 	}
 	p.Title.Text = fmt.Sprintf("%s: %s, %s latency", w.ID, w.Title, metric)
 	p.X.Label.Text = "percentile"

@@ -1,7 +1,8 @@
 // Command bench measures this module's redlock package side by side with
-// go-redsync/redsync v4 and with a floor (raw redigo sending the same
-// commands with no lock logic), on real redis-server nodes that it starts
-// on free loopback ports, over the workloads W1..W6 of issue 5.
+// go-redsync/redsync v4, rueidislock and a floor (raw redigo sending the
+// same commands with no lock logic), on real redis-server nodes that it
+// starts on free loopback ports, over the workloads W1..W6 of issue 5 and
+// W7..W9 of issue 15.
 //
 // It prints a table of the results and of the goals (ratios measured in the
 // same run), writes results.json and PNG charts under -out, and shows a
@@ -70,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs, for a CI smoke test; the ratios are then only indicative")
 	out := fs.String("out", defaultOut(), "directory for results.json and charts/")
-	only := fs.String("workloads", "", "comma-separated workloads to run, such as W1,W3 (default: all of W1..W6)")
+	only := fs.String("workloads", "", "comma-separated workloads to run, such as W1,W3 (default: all of W1..W9)")
 	rounds := fs.Int("rounds", 0, "interleaved rounds per workload, to even out a noisy machine (default 5, 1 with -quick)")
 	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
 	observed := fs.Bool("observed", false, "also measure redlock with a no-op observer (redlock-noop) and the otel module's (redlock-otel)")
@@ -121,7 +122,7 @@ func selectWorkloads(all []benchkit.Workload, list string) ([]benchkit.Workload,
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("bench: unknown workload %q (known: W1..W6, W1-3, W1-5)", id)
+			return nil, fmt.Errorf("bench: unknown workload %q (known: W1..W9, W1-3, W1-5)", id)
 		}
 	}
 	return out, nil
@@ -156,6 +157,7 @@ func targets() []target {
 		})
 	}
 	ts = append(ts, adapterTargets()...)
+	ts = append(ts, rueidislockTargets()...)
 	ts = append(ts,
 		target{
 			name: "redlock-fenced",
@@ -197,7 +199,7 @@ func targets() []target {
 			runs: func(w benchkit.Workload) bool { return w.Kind != benchkit.Keep && !w.SharedKey },
 		},
 	)
-	return ts
+	return append(ts, nodeCountTargets()...)
 }
 
 // recipeTarget measures one of the other primitives on the uncontended
@@ -277,7 +279,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	started := time.Now()
-	nodes, err := startNodes(ctx, cfg.redisBin, 5)
+	count := 0
+	for _, w := range cfg.workloads {
+		count = max(count, w.NodeCount)
+	}
+	nodes, err := startNodes(ctx, cfg.redisBin, count)
 	if err != nil {
 		return err
 	}
@@ -289,8 +295,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, n := range nodes {
 		e.addrs = append(e.addrs, n.addr)
 	}
-	if slices.ContainsFunc(cfg.workloads, func(w benchkit.Workload) bool { return w.SlowNode }) {
-		px, err := delayproxy.Start(nodes[len(nodes)-1].addr, slowRTT)
+	if i := slices.IndexFunc(cfg.workloads, func(w benchkit.Workload) bool { return w.SlowNode }); i >= 0 {
+		px, err := delayproxy.Start(nodes[cfg.workloads[i].NodeCount-1].addr, slowRTT)
 		if err != nil {
 			return err
 		}
@@ -313,11 +319,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	rep := newReport(cfg, e)
 	for _, w := range cfg.workloads {
-		results, err := e.runWorkload(ctx, w)
+		results, rounds, err := e.runWorkload(ctx, w)
 		if err != nil {
 			return err
 		}
-		rep.add(w, results)
+		rep.add(w, results, rounds)
 	}
 	rep.Notes = append(rep.Notes, e.notes...)
 	_ = e.bar.Finish()
@@ -346,7 +352,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func (e *env) applicable(w benchkit.Workload) []target {
 	var out []target
 	for _, t := range e.targets {
-		if t.runs(w) {
+		if t.runs(w) && !excluded(w, t.name) {
 			out = append(out, t)
 		}
 	}
@@ -372,8 +378,9 @@ func (e *env) nodeAddrs(w benchkit.Workload) []string {
 }
 
 // runWorkload measures every applicable target on w, in rounds whose
-// target order rotates, and merges each target's rounds.
-func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.Result, error) {
+// target order rotates, and merges each target's rounds. It also returns
+// the rounds, each target's in the order of the merged results.
+func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.Result, [][]benchkit.Result, error) {
 	ts := e.applicable(w)
 	built := make([]benchkit.Target, len(ts))
 	var pools [][]*redis.Pool
@@ -391,20 +398,22 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		addrs := e.nodeAddrs(w)
 		ps, err := newPools(addrs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pools = append(pools, ps)
 		if built[i], err = t.build(addrs, ps, w); err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", t.name, err)
+			return nil, nil, fmt.Errorf("bench: %s: %w", t.name, err)
 		}
 	}
-	if w.Kind == benchkit.Keep {
-		stats, err := newPools(e.addrs[:w.NodeCount])
+	if w.Kind == benchkit.Keep || w.Kind == benchkit.Detect {
+		// Raw pools of the workload's nodes: INFO is read and keys are
+		// broken on connections of no target.
+		raw, err := newPools(e.addrs[:w.NodeCount])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		pools = append(pools, stats)
-		w.Stats = lockPools(stats)
+		pools = append(pools, raw)
+		w.Nodes = lockPools(raw)
 	}
 	rounds := e.roundsOf(w)
 	per := w
@@ -418,7 +427,7 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 			runtime.GC()
 			res, err := benchkit.Run(ctx, built[i], per)
 			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, ctxErr
+				return nil, nil, ctxErr
 			}
 			if err != nil {
 				res.Workload, res.Target = w.ID, ts[i].name
@@ -438,5 +447,5 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 			}
 		}
 	}
-	return out, nil
+	return out, parts, nil
 }

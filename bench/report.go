@@ -36,6 +36,9 @@ type workloadReport struct {
 	Nodes   int               `json:"nodes"`
 	Kind    string            `json:"kind"`
 	Results []benchkit.Result `json:"results"`
+	// rounds holds each target's rounds, by target name, for the median
+	// ratios of the goals of issue 15.
+	rounds map[string][]benchkit.Result
 }
 
 // check is one goal of the issue evaluated on this run.
@@ -60,10 +63,19 @@ func newReport(cfg config, e env) *report {
 	return r
 }
 
-func (r *report) add(w benchkit.Workload, results []benchkit.Result) {
-	kind := map[benchkit.Kind]string{benchkit.Cycle: "cycle", benchkit.Allocs: "allocs", benchkit.Keep: "keep"}[w.Kind]
+// add records the merged results of w and its rounds (rounds[i] are the
+// rounds of results[i]).
+func (r *report) add(w benchkit.Workload, results []benchkit.Result, rounds [][]benchkit.Result) {
+	kind := map[benchkit.Kind]string{benchkit.Cycle: "cycle", benchkit.Allocs: "allocs", benchkit.Keep: "keep",
+		benchkit.Detect: "detect"}[w.Kind]
+	byTarget := map[string][]benchkit.Result{}
+	for i, res := range results {
+		if i < len(rounds) {
+			byTarget[res.Target] = rounds[i]
+		}
+	}
 	r.Workloads = append(r.Workloads, workloadReport{ID: w.ID, Goal: w.Goal(), Title: w.Title,
-		Nodes: w.NodeCount, Kind: kind, Results: results})
+		Nodes: w.NodeCount, Kind: kind, Results: results, rounds: byTarget})
 }
 
 // finish stamps the run and evaluates the goals.
@@ -91,9 +103,10 @@ func (r *report) result(id, target string) (benchkit.Result, bool) {
 }
 
 // evaluate checks the goals of issue 5 against the default redlock and the
-// default redsync (and the floor where the goal names it), and those of
-// issue 14 (the go-redis and rueidis targets against the default redlock).
-// A goal whose figures were not measured is left out.
+// default redsync (and the floor where the goal names it), those of issue
+// 14 (the go-redis and rueidis targets against the default redlock) and
+// those of issue 15 (round2Goals). A goal whose figures were not measured
+// is left out.
 func (r *report) evaluate() []check {
 	var cs []check
 	ratio := func(goal, metric, cmp string, limit float64, a, b float64, unit func(float64) string) {
@@ -183,7 +196,7 @@ func (r *report) evaluate() []check {
 			Pass:   k.Lost == 0 && k.Acquired == k.Locks,
 			Detail: fmt.Sprintf("%d of %d acquired; %.2f CPU s, %.0f commands/s", k.Acquired, k.Locks, k.CPUSeconds, k.CommandsPerSec)})
 	}
-	return cs
+	return append(cs, r.round2Goals()...)
 }
 
 // writeJSON writes the report to path.
@@ -220,7 +233,7 @@ func (r *report) printTables(w io.Writer) {
 	fmt.Fprintln(w, "| workload | target | ops/s | cycle p50 | p90 | p99 | max | acquire p50 | acquire p99 | errors | overlaps | allocs/op | B/op |")
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, wl := range r.Workloads {
-		if wl.Kind == "keep" {
+		if wl.Kind == "keep" || wl.Kind == "detect" {
 			continue
 		}
 		for _, res := range wl.Results {
@@ -242,22 +255,30 @@ func (r *report) printTables(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s: %s\n\n", wl.ID, wl.Title)
-		fmt.Fprintln(w, "| target | locks | acquired | lost | acquire p50 | hold s | client CPU s | server CPU s | commands/s | scripts/s | goroutines | errors |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "| target | locks | acquired | lost | acquire p50 | hold s | client CPU s | CPU % of a core | heap B/lock | server CPU s | commands/s | processed/s | scripts/s | goroutines | errors |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 		for _, res := range wl.Results {
 			k := res.Keep
 			if k == nil {
-				fmt.Fprintf(w, "| %s | | | | | | | | | | | %d |\n", res.Target, res.Errors)
+				fmt.Fprintf(w, "| %s | | | | | | | | | | | | | | %d |\n", res.Target, res.Errors)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.0f | %d | %d |\n",
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %d | %d |\n",
 				res.Target, k.Locks, k.Acquired, k.Lost, fmtMs(res.Acquire.P50), k.Hold.Seconds(),
-				k.CPUSeconds, k.ServerCPUSeconds, k.CommandsPerSec, k.ScriptsPerSec, k.Goroutines, res.Errors)
+				k.CPUSeconds, 100*k.CPUFraction, k.HeapBytesPerLock, k.ServerCPUSeconds, k.CommandsPerSec,
+				k.ProcessedPerSec, k.ScriptsPerSec, k.Goroutines, res.Errors)
 		}
 		fmt.Fprintln(w, "\ncommands/s: what the nodes ran during the hold, the commands inside scripts included (INFO commandstats);")
-		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
+		fmt.Fprintln(w, "processed/s: the same from INFO stats total_commands_processed, the tool's INFO calls left out;")
+		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. CPU % of a core: client CPU s (getrusage) per second of hold;")
+		fmt.Fprintln(w, "heap B/lock: live heap after a forced GC at the end of the hold, less a baseline taken before the lock handles were made, per lock held.")
+		if slices.ContainsFunc(wl.Results, func(res benchkit.Result) bool { return strings.HasPrefix(res.Target, "redsync") }) {
+			fmt.Fprintln(w, "redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
+		}
 	}
-	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options; ours-goredis and ours-rueidis against redlock):")
+	r.printDetect(w)
+	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options; ours-goredis and ours-rueidis against redlock;")
+	fmt.Fprintln(w, "round 2, issue 15: redlock against rueidislock with KeyMajority 1, ratios the median of the rounds' ratios):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| goal | metric | measured | goal | result |")
 	fmt.Fprintln(w, "|---|---|--:|--:|---|")
@@ -326,8 +347,8 @@ func (r *report) writeMarkdown(path string) error {
 	fmt.Fprintf(&b, "Run of %s, %.0f s, %d interleaved round(s) per workload; slow node: +%s per round trip.\n\n",
 		r.Started.Format(time.RFC3339), r.DurationSeconds, r.Rounds, r.SlowNodeRTT)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", strings.TrimSpace("go run -C bench . "+strings.Join(r.Args, " ")))
-	fmt.Fprintf(&b, "Machine: %d CPUs, %s, %s; %s; %s; load average at the end: %s\n\n",
-		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.OS, r.Machine.Go, r.Machine.Redis, r.Machine.LoadAvg)
+	fmt.Fprintf(&b, "Machine: %d CPUs, %s, %s memory, %s (kernel %s); %s; %s; load average at the end: %s\n\n",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.Memory, r.Machine.OS, r.Machine.Kernel, r.Machine.Go, r.Machine.Redis, r.Machine.LoadAvg)
 	keys := make([]string, 0, len(r.Versions))
 	for k := range r.Versions {
 		keys = append(keys, k)

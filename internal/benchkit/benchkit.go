@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redlockplus/redlock"
@@ -35,6 +36,23 @@ type Keeper interface {
 	Lost() error
 }
 
+// Watcher is a Locker that signals the loss of its lock (workload W9).
+type Watcher interface {
+	Locker
+	// Done returns a channel that is closed once the implementation has
+	// noticed that the lock taken by the last successful Lock is no longer
+	// held, or Unlock ended it. Call it after Lock.
+	Done() <-chan struct{}
+}
+
+// NodeKey is one key on one node: Node indexes the nodes given to the
+// target (and Workload.Nodes, which lists the same nodes in the same
+// order).
+type NodeKey struct {
+	Node int
+	Key  string
+}
+
 // Target is one implementation under test.
 type Target interface {
 	// Name labels the target in results, for example "redlock" or "floor".
@@ -54,6 +72,18 @@ type KeepTarget interface {
 	NewKeeper(key string, ttl time.Duration) (Keeper, error)
 }
 
+// WatchTarget is a Target whose locks signal their loss.
+type WatchTarget interface {
+	Target
+	// NewWatcher returns a handle for key whose lock lives ttl on the nodes
+	// and is extended while held.
+	NewWatcher(key string, ttl time.Duration) (Watcher, error)
+	// LossKeys returns the keys that make up the lock of key on a quorum
+	// of its nodes (or on a majority of its keys): deleting or overwriting
+	// them all loses the lock.
+	LossKeys(key string) []NodeKey
+}
+
 // Kind says what a workload measures.
 type Kind int
 
@@ -65,8 +95,13 @@ const (
 	// allocations per cycle (W5).
 	Allocs
 	// Keep takes many locks, keeps them alive for a duration and counts the
-	// ones lost, the CPU time and the Redis commands spent (W6).
+	// ones lost, the CPU time, the heap and the Redis commands spent (W6,
+	// W7).
 	Keep
+	// Detect takes a lock, deletes or overwrites its keys on a quorum of
+	// the nodes behind its holder's back and measures how long the holder
+	// takes to notice, one lock at a time (W9).
+	Detect
 )
 
 // Workload describes one measurement. Standard returns the workloads of
@@ -100,15 +135,23 @@ type Workload struct {
 	CheckOverlap bool
 
 	// Ops is the number of measured cycles of an Allocs workload, after
-	// Warmup cycles that are not measured.
+	// Warmup cycles that are not measured, or the number of locks a Detect
+	// workload takes and breaks (its samples).
 	Ops, Warmup int
 
-	// Locks is how many locks a Keep workload takes, each with TTL TTL.
+	// Locks is how many locks a Keep workload takes, each with TTL TTL. A
+	// Detect workload's locks have TTL TTL too, and each is held Hold
+	// before its keys are broken.
 	Locks int
 	TTL   time.Duration
-	// Stats are the nodes whose INFO commandstats and cpu sections are read
-	// before and after the hold of a Keep workload. Optional.
-	Stats []redlock.Pool
+	// MaxWait bounds how long a Detect workload waits for the holder to
+	// notice a loss; a longer wait is counted as a miss.
+	MaxWait time.Duration
+	// Nodes are raw pools of the workload's nodes, apart from the
+	// targets' own: a Keep workload reads INFO commandstats, cpu and stats
+	// through them before and after its hold (optional), a Detect workload
+	// deletes or overwrites the lock's keys through them (required).
+	Nodes []redlock.Pool
 
 	// KeyPrefix starts every key of the run. Run adds a random part, so
 	// that no key is shared between runs. Default "benchkit:".
@@ -126,8 +169,9 @@ func (w Workload) Goal() string {
 	return w.ID
 }
 
-// Standard returns the workloads W1..W6 of issue 5. Quick shortens them to
-// a smoke test of a few seconds each; the ratios are then only indicative.
+// Standard returns the workloads W1..W6 of issue 5 and W7..W9 of issue 15.
+// Quick shortens them to a smoke test of a few seconds each; the ratios are
+// then only indicative.
 func Standard(quick bool) []Workload {
 	d := func(full, short time.Duration) time.Duration {
 		if quick {
@@ -158,6 +202,14 @@ func Standard(quick bool) []Workload {
 			NodeCount: 3, Ops: n(3000, 200), Warmup: n(300, 20)},
 		{ID: "W6", Title: "locks kept alive with autoextend, TTL 2 s", Kind: Keep,
 			NodeCount: 3, Locks: n(10000, 300), TTL: 2 * time.Second, Duration: d(20*time.Second, 3*time.Second)},
+		{ID: "W7", Title: fmt.Sprintf("%d locks kept alive with autoextend, TTL %v, for %v", n(100000, 2000),
+			d(30*time.Second, 2*time.Second), d(time.Minute, 3*time.Second)), Kind: Keep,
+			NodeCount: 3, Locks: n(100000, 2000), TTL: d(30*time.Second, 2*time.Second), Duration: d(time.Minute, 3*time.Second)},
+		{ID: "W8", Title: "W1 on 3, 5 and 7 nodes", Kind: Cycle,
+			NodeCount: 7, Goroutines: 1, Duration: d(4*time.Second, 300*time.Millisecond)},
+		{ID: "W9", Title: "loss detection, TTL 120 s", Kind: Detect,
+			NodeCount: 3, Ops: n(200, 6), TTL: 2 * time.Minute, Hold: 20 * time.Millisecond,
+			MaxWait: d(time.Second, 200*time.Millisecond)},
 	}
 }
 
@@ -193,11 +245,14 @@ type Result struct {
 
 	// Keep is set for Keep workloads.
 	Keep *KeepResult `json:"keep,omitempty"`
+	// Detect is set for Detect workloads.
+	Detect *DetectResult `json:"detect,omitempty"`
 
 	// CycleSamples and AcquireSamples hold every sample, for Merge and
-	// for charts.
+	// for charts; DetectSamples those of a Detect workload.
 	CycleSamples   *Recorder `json:"-"`
 	AcquireSamples *Recorder `json:"-"`
+	DetectSamples  *Recorder `json:"-"`
 }
 
 // KeepResult is what a Keep workload measured.
@@ -211,10 +266,10 @@ type KeepResult struct {
 	// Hold is how long the locks were kept.
 	Hold time.Duration `json:"hold_ns"`
 	// CPUSeconds is the user+system CPU time of this process during the
-	// hold (getrusage); ServerCPUSeconds that of the Stats nodes (INFO cpu).
+	// hold (getrusage); ServerCPUSeconds that of the Nodes (INFO cpu).
 	CPUSeconds       float64 `json:"cpu_seconds"`
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
-	// Commands is the number of commands the Stats nodes ran during the
+	// Commands is the number of commands the Nodes ran during the
 	// hold (INFO commandstats, INFO itself excluded, the commands run by
 	// scripts included); CommandsPerSec is Commands per second of hold.
 	Commands       int64   `json:"commands"`
@@ -227,10 +282,39 @@ type KeepResult struct {
 	// Goroutines is the number of goroutines of this process in the middle
 	// of the hold.
 	Goroutines int `json:"goroutines"`
+	// CPUFraction is CPUSeconds per second of hold: the share of one core
+	// this process used to keep the locks.
+	CPUFraction float64 `json:"cpu_fraction"`
+	// HeapBytesPerLock is the live heap (runtime/metrics /gc/heap/live,
+	// after a forced GC) at the end of the hold, the locks still held,
+	// minus the live heap before the lock handles were made, divided by
+	// the locks held: what a held lock costs, its handle included.
+	HeapBytesPerLock float64 `json:"heap_bytes_per_lock"`
+	// Processed is the number of commands the Nodes processed during
+	// the hold by INFO stats total_commands_processed, the tool's own INFO
+	// calls left out (the commands run by scripts are counted, as in
+	// Commands); ProcessedPerSec is Processed per second of hold.
+	Processed       int64   `json:"processed"`
+	ProcessedPerSec float64 `json:"processed_per_sec"`
 }
 
-// Run measures target on w. A Keep workload needs a KeepTarget and returns
-// ErrNotSupported otherwise. ctx bounds the whole run; a run cut short by
+// DetectResult is what a Detect workload measured.
+type DetectResult struct {
+	// Samples counts the locks taken and broken; Noticed those whose holder
+	// noticed the loss within MaxWait, Missed the others.
+	Samples int `json:"samples"`
+	Noticed int `json:"noticed"`
+	Missed  int `json:"missed"`
+	// MaxWait is the bound of each wait.
+	MaxWait time.Duration `json:"max_wait_ns"`
+	// Latency is the time from the last key of the quorum deleted or
+	// overwritten to the holder's Done closed; a miss counts as MaxWait, so
+	// a percentile at MaxWait means "not noticed".
+	Latency Latency `json:"latency"`
+}
+
+// Run measures target on w. A Keep workload needs a KeepTarget and a
+// Detect workload a WatchTarget; they return ErrNotSupported otherwise. ctx bounds the whole run; a run cut short by
 // ctx returns what it measured with ctx's error.
 func Run(ctx context.Context, target Target, w Workload) (Result, error) {
 	if w.KeyPrefix == "" {
@@ -248,6 +332,12 @@ func Run(ctx context.Context, target Target, w Workload) (Result, error) {
 			return Result{Workload: w.ID, Target: target.Name()}, ErrNotSupported
 		}
 		return runKeep(ctx, kt, w)
+	case Detect:
+		wt, ok := target.(WatchTarget)
+		if !ok {
+			return Result{Workload: w.ID, Target: target.Name()}, ErrNotSupported
+		}
+		return runDetect(ctx, wt, w)
 	}
 	return Result{}, errors.New("benchkit: unknown workload kind")
 }

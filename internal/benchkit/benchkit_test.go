@@ -3,6 +3,7 @@ package benchkit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,7 +162,7 @@ func TestAllocs(t *testing.T) {
 func TestKeep(t *testing.T) {
 	ps := pools(t, 3)
 	w := benchkit.Workload{ID: "W6", Kind: benchkit.Keep, Locks: 50, TTL: 400 * time.Millisecond,
-		Duration: 1200 * time.Millisecond, Stats: ps}
+		Duration: 1200 * time.Millisecond, Nodes: ps}
 	res, err := benchkit.Run(context.Background(), ours(t, ps), w)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +173,10 @@ func TestKeep(t *testing.T) {
 	}
 	// 50 locks over 3 nodes, extended several times within 3 TTLs.
 	if k.Commands < 150 || k.CommandsPerSec <= 0 || k.Scripts <= 0 || k.Scripts > k.Commands || k.CPUSeconds <= 0 || k.Hold < w.Duration {
+		t.Fatalf("keep costs not measured: %+v", k)
+	}
+	if k.Processed < k.Scripts || k.ProcessedPerSec <= 0 ||
+		k.CPUFraction != k.CPUSeconds/k.Hold.Seconds() || k.HeapBytesPerLock <= 0 {
 		t.Fatalf("keep costs not measured: %+v", k)
 	}
 	if _, err := benchkit.Run(context.Background(), noLock{}, w); !errors.Is(err, benchkit.ErrNotSupported) {
@@ -236,6 +241,9 @@ func TestServerStatsCounts(t *testing.T) {
 	if d := after.Calls - before.Calls; d != 5 {
 		t.Fatalf("commandstats delta %d, want 5", d)
 	}
+	if d := after.Processed - before.Processed; d != 5+benchkit.InfoCalls {
+		t.Fatalf("total_commands_processed delta %d, want 5 and the %d INFO calls of a read", d, benchkit.InfoCalls)
+	}
 	c, _ = ps[0].GetContext(ctx)
 	if _, err := c.Do("EVAL", `redis.call("GET", KEYS[1]); return redis.call("GET", KEYS[1])`, 1, "benchkit:test:k"); err != nil {
 		t.Fatal(err)
@@ -248,6 +256,9 @@ func TestServerStatsCounts(t *testing.T) {
 	if calls, scripts := last.Calls-after.Calls, last.ScriptCalls-after.ScriptCalls; calls != 3 || scripts != 1 {
 		t.Fatalf("after one EVAL of two GETs: %d calls, %d scripts; want 3 and 1", calls, scripts)
 	}
+	if d := last.Processed - after.Processed; d != 3+benchkit.InfoCalls {
+		t.Fatalf("after one EVAL of two GETs: total_commands_processed delta %d, want 3 and the %d INFO calls", d, benchkit.InfoCalls)
+	}
 }
 
 func TestStandard(t *testing.T) {
@@ -258,9 +269,97 @@ func TestStandard(t *testing.T) {
 			t.Fatalf("%s: no duration or goroutines", w.ID)
 		}
 	}
-	for _, g := range []string{"W1", "W2", "W3", "W4", "W5", "W6"} {
+	for _, g := range []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"} {
 		if !ids[g] {
 			t.Fatalf("Standard lacks %s", g)
 		}
 	}
+	for _, quick := range []bool{false, true} {
+		for _, w := range benchkit.Standard(quick) {
+			switch {
+			case w.ID == "W7" && !quick && (w.Locks != 100000 || w.TTL != 30*time.Second || w.Duration != time.Minute):
+				t.Errorf("W7: %d locks, TTL %v, for %v; want 100000, 30s, 1m", w.Locks, w.TTL, w.Duration)
+			case w.ID == "W7" && quick && (w.Locks > 5000 || w.Duration > 5*time.Second):
+				t.Errorf("quick W7: %d locks for %v, want a smoke test", w.Locks, w.Duration)
+			case w.ID == "W8" && w.NodeCount != 7:
+				t.Errorf("W8 on %d nodes, want 7", w.NodeCount)
+			case w.Kind == benchkit.Detect && (w.Ops < 1 || w.MaxWait <= 0 || w.TTL != 2*time.Minute):
+				t.Errorf("%s: %d samples, wait %v, TTL %v", w.ID, w.Ops, w.MaxWait, w.TTL)
+			}
+		}
+	}
+}
+
+// TestDetect breaks the keys of locks with a short TTL: the holder notices
+// at its next extension at the latest, long before the bound, so every
+// sample is noticed and none is an error (which a key not found would be).
+func TestDetect(t *testing.T) {
+	ps := pools(t, 3)
+	w := benchkit.Workload{ID: "W9", Kind: benchkit.Detect, Ops: 4, TTL: 300 * time.Millisecond,
+		Hold: 10 * time.Millisecond, MaxWait: 10 * time.Second, Nodes: ps}
+	res, err := benchkit.Run(context.Background(), ours(t, ps), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Detect
+	if d == nil || d.Samples != 4 || d.Noticed != 4 || d.Missed != 0 || res.Errors != 0 || res.Ops != 4 ||
+		d.Latency.N != 4 || d.Latency.P50 <= 0 || d.Latency.Max >= w.MaxWait {
+		t.Fatalf("detect result %+v %+v (first error %q)", d, res, res.FirstError)
+	}
+	if _, err := benchkit.Run(context.Background(), noLock{}, w); !errors.Is(err, benchkit.ErrNotSupported) {
+		t.Fatalf("detect on a plain target: %v, want ErrNotSupported", err)
+	}
+}
+
+// deaf is ours whose locks never say they are lost.
+type deaf struct{ benchkit.WatchTarget }
+
+type deafWatcher struct{ benchkit.Watcher }
+
+func (deafWatcher) Done() <-chan struct{} { return nil }
+
+func (d deaf) NewWatcher(key string, ttl time.Duration) (benchkit.Watcher, error) {
+	w, err := d.WatchTarget.NewWatcher(key, ttl)
+	return deafWatcher{w}, err
+}
+
+// TestDetectCountsMisses: a holder that never notices is a miss per sample,
+// recorded at the bound.
+func TestDetectCountsMisses(t *testing.T) {
+	ps := pools(t, 3)
+	w := benchkit.Workload{ID: "W9", Kind: benchkit.Detect, Ops: 3, TTL: time.Minute,
+		MaxWait: 20 * time.Millisecond, Nodes: ps}
+	res, err := benchkit.Run(context.Background(), deaf{ours(t, ps).(benchkit.WatchTarget)}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Detect; d == nil || d.Samples != 3 || d.Missed != 3 || d.Noticed != 0 || d.Latency.P50 != w.MaxWait || res.Errors != 0 {
+		t.Fatalf("detect result %+v (first error %q)", d, res.FirstError)
+	}
+	m := benchkit.Merge(res, res)
+	if d := m.Detect; d.Samples != 6 || d.Missed != 6 || d.Latency.N != 6 {
+		t.Fatalf("merged detect result %+v", d)
+	}
+}
+
+// TestDetectWrongKeys: keys that are not the lock's are reported as
+// errors, not as samples.
+func TestDetectWrongKeys(t *testing.T) {
+	ps := pools(t, 3)
+	w := benchkit.Workload{ID: "W9", Kind: benchkit.Detect, Ops: 2, TTL: time.Minute,
+		MaxWait: 20 * time.Millisecond, Nodes: ps}
+	res, err := benchkit.Run(context.Background(), wrongKeys{ours(t, ps).(benchkit.WatchTarget)}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Detect; d == nil || d.Samples != 0 || res.Errors != 2 || !strings.Contains(res.FirstError, "no such key") {
+		t.Fatalf("detect result %+v, errors %d (first %q)", d, res.Errors, res.FirstError)
+	}
+}
+
+// wrongKeys is ours naming keys that do not exist as its loss keys.
+type wrongKeys struct{ benchkit.WatchTarget }
+
+func (w wrongKeys) LossKeys(key string) []benchkit.NodeKey {
+	return w.WatchTarget.LossKeys(key + ":not-the-lock")
 }

@@ -1,7 +1,8 @@
 // Package benchkit is the measuring side of the performance benchmarks of
-// issue 5: the workloads W1..W6, the runners that drive a lock
+// issues 5 and 15: the workloads W1..W9, the runners that drive a lock
 // implementation through them, and what they record (latency percentiles,
-// ops/s, allocations, overlaps, locks lost, CPU time, Redis commands).
+// ops/s, allocations, overlaps, locks lost, CPU time, heap per held lock,
+// Redis commands, and how soon a holder notices that its lock was lost).
 //
 // It depends only on redigo, the public API of package redlock and the
 // standard library, so that both the bench tool (bench/, its own module,
@@ -11,7 +12,9 @@
 // An implementation under test is a Target. Ours wraps a redlock.Factory,
 // Floor is raw redigo doing the same commands with no lock logic (parallel
 // SET NX PX on every node, then the release script), and any other library
-// plugs in by implementing Target and Locker:
+// plugs in by implementing Target and Locker (KeepTarget and Keeper for the
+// Keep workloads W6 and W7, WatchTarget and Watcher for the Detect workload
+// W9, which also needs raw pools of the nodes in Workload.Nodes):
 //
 //	ours, err := benchkit.Ours("redlock", pools)
 //	...

@@ -92,7 +92,8 @@ type Latency struct {
 // Merge combines results of one target on one workload, such as the rounds
 // of an interleaved run: counts and times add up and the percentiles are
 // recomputed from the samples. Allocation figures are averaged weighted by
-// Ops, and Keep results are taken from the first result that has one.
+// Ops, Keep results are taken from the first result that has one, and
+// Detect results add up.
 func Merge(rs ...Result) Result {
 	if len(rs) == 0 {
 		return Result{}
@@ -115,6 +116,20 @@ func Merge(rs ...Result) Result {
 		if out.Keep == nil {
 			out.Keep = r.Keep
 		}
+		if r.Detect != nil {
+			if out.Detect == nil {
+				out.Detect = &DetectResult{MaxWait: r.Detect.MaxWait}
+				out.DetectSamples = NewRecorder(0)
+			}
+			out.Detect.Samples += r.Detect.Samples
+			out.Detect.Noticed += r.Detect.Noticed
+			out.Detect.Missed += r.Detect.Missed
+			out.Detect.MaxWait = max(out.Detect.MaxWait, r.Detect.MaxWait)
+			out.DetectSamples.Merge(r.DetectSamples)
+		}
+	}
+	if out.Detect != nil {
+		out.Detect.Latency = out.DetectSamples.Summary()
 	}
 	if out.Elapsed > 0 {
 		out.OpsPerSec = float64(out.Ops) / out.Elapsed.Seconds()

@@ -11,13 +11,18 @@ import (
 // redlock.Factory over pools with opts as its defaults. Each Locker is a
 // *redlock.Lock made by the factory; Lock is Acquire and Unlock is Release.
 // A Keeper is a lock with the given TTL and autoextend on (the default of
-// Lock), lost when its Err reports a loss. Close closes the factory.
+// Lock), lost when its Err reports a loss. A Watcher is the same lock,
+// whose Done is the Lock's Done. Close closes the factory.
+//
+// The target is also a WatchTarget when the factory's quorum is the
+// default (a majority of the nodes): its LossKeys are the key on the first
+// len(pools)/2+1 nodes.
 func Ours(name string, pools []redlock.Pool, opts ...redlock.Option) (KeepTarget, error) {
 	f, err := redlock.NewFactory(pools, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &ours{name: name, f: f}, nil
+	return &ours{name: name, f: f, nodes: len(pools)}, nil
 }
 
 // OursNodes is Ours over nodes of any client, through
@@ -27,13 +32,16 @@ func OursNodes(name string, nodes []redlock.Node, opts ...redlock.Option) (KeepT
 	if err != nil {
 		return nil, err
 	}
-	return &ours{name: name, f: f}, nil
+	return &ours{name: name, f: f, nodes: len(nodes)}, nil
 }
 
 type ours struct {
-	name string
-	f    *redlock.Factory
+	name  string
+	f     *redlock.Factory
+	nodes int
 }
+
+var _ WatchTarget = (*ours)(nil)
 
 func (o *ours) Name() string { return o.name }
 
@@ -43,6 +51,18 @@ func (o *ours) NewLocker(key string) (Locker, error) {
 
 func (o *ours) NewKeeper(key string, ttl time.Duration) (Keeper, error) {
 	return ourLocker{o.f.NewLock(key, redlock.WithTTL(ttl), redlock.WithAutoextend(true))}, nil
+}
+
+func (o *ours) NewWatcher(key string, ttl time.Duration) (Watcher, error) {
+	return ourLocker{o.f.NewLock(key, redlock.WithTTL(ttl), redlock.WithAutoextend(true))}, nil
+}
+
+func (o *ours) LossKeys(key string) []NodeKey {
+	out := make([]NodeKey, o.nodes/2+1)
+	for i := range out {
+		out[i] = NodeKey{Node: i, Key: key}
+	}
+	return out
 }
 
 func (o *ours) Close() error { return o.f.Close() }
@@ -57,6 +77,8 @@ func (l ourLocker) Lock(ctx context.Context) error {
 func (l ourLocker) Unlock(ctx context.Context) error { return l.l.Release(ctx) }
 
 func (l ourLocker) Lost() error { return l.l.Err() }
+
+func (l ourLocker) Done() <-chan struct{} { return l.l.Done() }
 
 // OursRecipe returns a target for one of the package's other primitives:
 // each Locker is made by make from a factory over pools with opts as its

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -169,11 +170,19 @@ func runAllocs(ctx context.Context, t Target, w Workload) (Result, error) {
 const keepWorkers = 64
 
 // runKeep takes w.Locks locks, keeps them for w.Duration and releases them.
+// It measures the CPU time and the commands of the hold, and the live heap
+// with the locks held against a baseline taken before their handles were
+// made (both after a forced GC, outside the hold's CPU time).
 func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	res := Result{Workload: w.ID, Target: t.Name()}
 	kr := &KeepResult{Locks: w.Locks}
 	res.Keep = kr
+	// The tool's own bookkeeping is made before the heap baseline, so that
+	// the heap per lock counts what the target keeps.
 	keepers := make([]Keeper, w.Locks)
+	held := make([]bool, len(keepers))
+	res.AcquireSamples, res.CycleSamples = NewRecorder(len(keepers)), NewRecorder(0)
+	heap0 := liveHeap()
 	for i := range keepers {
 		k, err := t.NewKeeper(w.KeyPrefix+strconv.Itoa(i), w.TTL)
 		if err != nil {
@@ -181,7 +190,6 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 		}
 		keepers[i] = k
 	}
-	held := make([]bool, len(keepers))
 	var (
 		mu       sync.Mutex
 		errs     int64
@@ -195,7 +203,6 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 			firstErr = err
 		}
 	}
-	res.AcquireSamples, res.CycleSamples = NewRecorder(len(keepers)), NewRecorder(0)
 	forEach := func(fn func(i int)) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
@@ -229,20 +236,26 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	}
 
 	cpu0 := cpuSeconds()
-	srv0 := readServerStats(ctx, w.Stats)
+	srv0 := readServerStats(ctx, w.Nodes)
 	holdStart := time.Now()
 	sleepCtx(ctx, w.Duration/2)
 	kr.Goroutines = runtime.NumGoroutine()
 	sleepCtx(ctx, w.Duration-time.Since(holdStart))
 	kr.Hold = time.Since(holdStart)
 	cpu1 := cpuSeconds()
-	srv1 := readServerStats(ctx, w.Stats)
+	srv1 := readServerStats(ctx, w.Nodes)
 	kr.CPUSeconds = cpu1 - cpu0
 	kr.ServerCPUSeconds = srv1.cpu - srv0.cpu
 	kr.Commands = srv1.calls - srv0.calls
 	kr.CommandsPerSec = float64(kr.Commands) / kr.Hold.Seconds()
 	kr.Scripts = srv1.scripts - srv0.scripts
 	kr.ScriptsPerSec = float64(kr.Scripts) / kr.Hold.Seconds()
+	kr.Processed = srv1.processedSince(srv0)
+	kr.ProcessedPerSec = float64(kr.Processed) / kr.Hold.Seconds()
+	kr.CPUFraction = kr.CPUSeconds / kr.Hold.Seconds()
+	if kr.Acquired > 0 {
+		kr.HeapBytesPerLock = float64(liveHeap()-heap0) / float64(kr.Acquired)
+	}
 
 	var lost atomic.Int64
 	var firstLoss atomic.Pointer[string]
@@ -278,6 +291,18 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	}
 	res.Acquire = res.AcquireSamples.Summary()
 	return res, ctx.Err()
+}
+
+// liveHeap runs a garbage collection and returns the heap that survived
+// it (runtime/metrics /gc/heap/live:bytes).
+func liveHeap() int64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // sleepCtx sleeps for d or until ctx ends.

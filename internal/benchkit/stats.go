@@ -12,12 +12,20 @@ import (
 
 // serverStats are counters summed over nodes.
 type serverStats struct {
-	calls   int64   // commands run, INFO excluded, those run by scripts included
-	scripts int64   // script calls (EVAL, EVALSHA, FCALL and their _RO forms)
-	cpu     float64 // used_cpu_user + used_cpu_sys, seconds
+	calls     int64   // commands run, INFO excluded, those run by scripts included
+	scripts   int64   // script calls (EVAL, EVALSHA, FCALL and their _RO forms)
+	cpu       float64 // used_cpu_user + used_cpu_sys, seconds
+	processed int64   // total_commands_processed
+	read      int     // nodes read
 }
 
-// readServerStats reads INFO commandstats and INFO cpu from every node.
+// processedSince returns the commands the nodes processed since before,
+// the INFO calls of the reads left out (InfoCalls per node).
+func (s serverStats) processedSince(before serverStats) int64 {
+	return s.processed - before.processed - InfoCalls*int64(s.read)
+}
+
+// readServerStats reads INFO commandstats, cpu and stats from every node.
 // Nodes that cannot be read count as zero.
 func readServerStats(ctx context.Context, nodes []redlock.Pool) serverStats {
 	var st serverStats
@@ -27,10 +35,19 @@ func readServerStats(ctx context.Context, nodes []redlock.Pool) serverStats {
 			st.calls += s.Calls
 			st.scripts += s.ScriptCalls
 			st.cpu += s.CPUSeconds
+			st.processed += s.Processed
+			st.read++
 		}
 	}
 	return st
 }
+
+// InfoCalls is the number of INFO commands one ServerStats call sends. The
+// node counts a command in total_commands_processed once it has run, so
+// Processed includes those of every earlier ServerStats call on the node
+// and the first InfoCalls-1 of its own: the difference of two reads counts
+// InfoCalls of them.
+const InfoCalls = 3
 
 // NodeStats are the cumulative counters of one Redis node.
 type NodeStats struct {
@@ -43,9 +60,14 @@ type NodeStats struct {
 	ScriptCalls int64
 	// CPUSeconds is used_cpu_user + used_cpu_sys from INFO cpu.
 	CPUSeconds float64
+	// Processed is total_commands_processed from INFO stats: every command
+	// the node has run, INFO included (see InfoCalls), the commands run by
+	// scripts included.
+	Processed int64
 }
 
-// ServerStats reads the command and CPU counters of one node.
+// ServerStats reads the command and CPU counters of one node: INFO
+// commandstats, INFO cpu and INFO stats, in that order.
 func ServerStats(ctx context.Context, p redlock.Pool) (NodeStats, error) {
 	c, err := p.GetContext(ctx)
 	if err != nil {
@@ -60,8 +82,24 @@ func ServerStats(ctx context.Context, p redlock.Pool) (NodeStats, error) {
 	if err != nil {
 		return NodeStats{}, err
 	}
+	stats, err := redis.String(redis.DoContext(c, ctx, "INFO", "stats"))
+	if err != nil {
+		return NodeStats{}, err
+	}
 	calls, scripts := parseCalls(cmds)
-	return NodeStats{Calls: calls, ScriptCalls: scripts, CPUSeconds: parseCPU(cpu)}, nil
+	return NodeStats{Calls: calls, ScriptCalls: scripts, CPUSeconds: parseCPU(cpu), Processed: parseProcessed(stats)}, nil
+}
+
+// parseProcessed returns total_commands_processed of INFO stats.
+func parseProcessed(info string) int64 {
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "total_commands_processed:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // parseCalls sums the calls= fields of INFO commandstats lines such as
