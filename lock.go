@@ -26,17 +26,14 @@ import (
 // use, but it is one holder: a second Acquire while held is an
 // ErrInvalidOperation, not a wait. For nested acquisition use RLock.
 type Lock struct {
-	name    string
-	cfg     config
+	name string
+	*lockShape
 	initErr error // invalid name or options, returned by every call
 	f       *Factory
-	fan     fanout
 	obs     *observer // nil: not observed (observe.go)
 
-	// The name and TTL as command arguments, boxed once.
-	nameArg, ttlArg any
-	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
-	fenceWindowArg  any // w of the fenced acquire, in µs, boxed once (fence.go)
+	nameArg  any // the name as a command argument, boxed once
+	fenceArg any // the fence key, boxed once; nil when not fenced (fence.go)
 
 	// suffix is appended to every new token: an Election's value, so that
 	// the key carries it. Set only while no Acquire runs.
@@ -68,20 +65,23 @@ func NewLock(name string, nodes []Pool, opts ...Option) (*Lock, error) {
 // initErr and returned by every call.
 func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *Lock {
 	cfg, err := f.lockConfig(opts)
-	if cfg.autoextend == nil {
-		cfg.autoextend = &autoextendDefault
+	on := autoextendDefault
+	if cfg.autoextend != nil {
+		on = *cfg.autoextend
 	}
-	l := &Lock{name: name, cfg: cfg, f: f, nameArg: name, initErr: err}
+	cfg.autoextend = &autoextendOff
+	if on {
+		cfg.autoextend = &autoextendOn
+	}
+	l := &Lock{name: name, f: f, nameArg: name, initErr: err}
 	if name == "" && err == nil {
 		l.initErr = invalidArg("lock name is empty")
 	}
-	l.ttlArg = l.cfg.ttlMs()
 	if cfg.fencing {
 		l.fenceArg = name + FenceSuffix
-		l.fenceWindowArg = fenceWindow(cfg.ttl)
 	}
-	l.obs = newObserver(&l.cfg, name)
-	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying, obs: l.obs}
+	l.obs = newObserver(&cfg, name)
+	l.lockShape = f.shapeOf(cfg, l.obs, err == nil)
 	return l
 }
 
