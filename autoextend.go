@@ -14,63 +14,235 @@ const minExtendRetry = 5 * time.Millisecond
 // one call never blocks a node for long.
 const maxExtendBatch = 1000
 
-// extender keeps held locks alive. One goroutine serves every autoextending
-// lock of a Factory (or a lone Lock): it sleeps until the earliest extension
-// is due, then extends all locks due by then with one script call per node,
-// so the cost per held lock is a few bytes in a batch rather than a timer,
-// a goroutine and a round trip. The goroutine is the owner's: a lone Lock's
-// runs only while a lock is scheduled; a Factory's stays, asleep when idle,
-// until Close stops it.
+// extender keeps held locks alive, and ends them when their validity runs
+// out. One goroutine serves every autoextending lock of a Factory (or a
+// lone Lock): it sleeps until the earliest extension is due, then extends
+// all locks due by then with one script call per node, so the cost per
+// held lock is a few bytes in a batch rather than a timer, a goroutine and
+// a round trip. The goroutine is the owner's: a lone Lock's runs only
+// while a lock is autoextended; a Factory's stays, asleep when idle, until
+// Close stops it.
+//
+// Every live holding of the owner's locks, autoextended or not, is in one
+// min-heap by the end of its validity, under one runtime timer
+// (time.AfterFunc) armed for the earliest: when it fires, the holdings
+// whose validity ran out are lost. The bookkeeping of both lives in the
+// holdings themselves.
 type extender struct {
 	nodes []*node
 	o     *owner
 	obs   *observer // the factory's, for node errors of the batches
 
-	mu      sync.Mutex
-	idle    *sync.Cond // signalled when a batch is done
-	items   map[*holding]*extension
-	running bool
-	linger  bool        // keep the loop while idle (a factory's, until stop)
-	wakeAt  time.Time   // when the sleeping loop wakes; zero while it works
-	timer   *time.Timer // the loop's alarm, set under mu
-	kick    chan struct{}
-}
-
-// extension is one scheduled lock.
-type extension struct {
-	l     *Lock
-	h     *holding
-	at    time.Time // when the next extension is due
-	slack time.Duration
-	until time.Time // autoextension stops after this; zero: never
-	busy  bool      // part of the batch in flight
+	mu        sync.Mutex
+	idle      *sync.Cond // signalled when a batch is done
+	held      []*holding // the expiry heap, by holding.expAt
+	expiry    *time.Timer
+	armed     time.Duration // when expiry fires, on monotonic(); 0: not armed
+	extending int           // the holdings in held that are autoextended
+	running   bool
+	linger    bool          // keep the loop while idle (a factory's, until stop)
+	wakeAt    time.Duration // when the sleeping loop wakes, on monotonic(); 0 while it works
+	timer     *time.Timer   // the loop's alarm, set under mu
+	kick      chan struct{}
 }
 
 func newExtender(nodes []*node, o *owner) *extender {
-	e := &extender{nodes: nodes, o: o, items: map[*holding]*extension{}, kick: make(chan struct{}, 1), linger: true}
+	e := &extender{nodes: nodes, o: o, kick: make(chan struct{}, 1), linger: true}
 	e.timer = time.NewTimer(idleWake)
 	e.timer.Stop()
+	e.expiry = time.AfterFunc(idleWake, e.expire)
+	e.expiry.Stop()
 	e.idle = sync.NewCond(&e.mu)
 	return e
 }
 
-// schedule starts (or restarts) autoextension of holding h.
-func (e *extender) schedule(l *Lock, h *holding, timeout time.Duration) {
-	x := &extension{l: l, h: h}
-	if timeout > 0 {
-		x.until = time.Now().Add(timeout)
-	}
-	x.plan(h.remaining() * 3 / 4)
+// add puts a new holding, already registered with the owner, under the
+// extender: into the expiry heap, and into the autoextension schedule when
+// autoextend is on. A holding that ended meanwhile is left out.
+func (e *extender) add(h *holding, autoextend bool, timeout time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.items[h] = x
-	switch {
-	case !e.running:
+	if !e.push(h) {
+		return
+	}
+	if autoextend {
+		e.scheduleLocked(h, timeout)
+	}
+}
+
+// push puts h into the expiry heap unless it ended, and arms the expiry
+// timer when h is now the earliest; it reports whether h is live.
+func (e *extender) push(h *holding) bool {
+	h.mu.Lock()
+	live, until := h.cause == nil, h.validUntil
+	h.mu.Unlock()
+	if !live {
+		return false
+	}
+	h.expAt = until
+	e.held = append(e.held, h)
+	h.pos = int32(len(e.held))
+	e.up(len(e.held) - 1)
+	if e.armed == 0 || until < e.armed {
+		e.armed = until
+		e.expiry.Reset(until - monotonic())
+	}
+	return true
+}
+
+// moved re-sorts h in the expiry heap after its validity was extended.
+// The timer stays armed: if h was the earliest, it fires early, finds
+// nothing due and arms again.
+func (e *extender) moved(h *holding) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h.pos == 0 {
+		return // ended, or being looked at by expire, which reads the new validity
+	}
+	h.mu.Lock()
+	h.expAt = h.validUntil
+	h.mu.Unlock()
+	e.down(int(h.pos) - 1)
+}
+
+// drop takes an ended holding out of the expiry heap and the schedule,
+// without waiting for a batch in flight.
+func (e *extender) drop(h *holding) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h.pos != 0 {
+		e.remove(int(h.pos) - 1)
+	}
+	e.stopExtending(h)
+}
+
+// expire is the expiry timer's function: it loses the holdings whose
+// validity ran out and arms the timer for the next.
+func (e *extender) expire() {
+	e.mu.Lock()
+	e.armed = 0
+	now := monotonic()
+	var due []*holding
+	for len(e.held) > 0 && e.held[0].expAt <= now {
+		h := e.held[0]
+		e.remove(0)
+		due = append(due, h)
+	}
+	e.rearm()
+	e.mu.Unlock()
+	for _, h := range due {
+		if !h.l.expire(h) {
+			// Extended since its expAt was read: back in, at its new
+			// end, and into the loop's view, which may have missed it.
+			e.mu.Lock()
+			if e.push(h) && h.extending {
+				e.alarm(h)
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+// rearm arms the expiry timer for the earliest holding, if any.
+func (e *extender) rearm() {
+	if len(e.held) > 0 {
+		e.armed = e.held[0].expAt
+		e.expiry.Reset(e.armed - monotonic())
+	}
+}
+
+// remove takes the holding at index i out of the expiry heap.
+func (e *extender) remove(i int) {
+	last := len(e.held) - 1
+	h := e.held[i]
+	if i != last {
+		e.swap(i, last)
+	}
+	e.held[last] = nil
+	e.held = e.held[:last]
+	h.pos = 0
+	if i != last {
+		e.down(i)
+		e.up(i)
+	}
+}
+
+func (e *extender) swap(i, j int) {
+	e.held[i], e.held[j] = e.held[j], e.held[i]
+	e.held[i].pos, e.held[j].pos = int32(i+1), int32(j+1)
+}
+
+func (e *extender) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if e.held[parent].expAt <= e.held[i].expAt {
+			return
+		}
+		e.swap(i, parent)
+		i = parent
+	}
+}
+
+func (e *extender) down(i int) {
+	for {
+		least := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(e.held) && e.held[c].expAt < e.held[least].expAt {
+				least = c
+			}
+		}
+		if least == i {
+			return
+		}
+		e.swap(i, least)
+		i = least
+	}
+}
+
+// schedule starts (or restarts) autoextension of holding h.
+func (e *extender) schedule(h *holding, timeout time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h.pos != 0 {
+		e.scheduleLocked(h, timeout)
+	}
+}
+
+func (e *extender) scheduleLocked(h *holding, timeout time.Duration) {
+	h.until = 0
+	if timeout > 0 {
+		h.until = monotonic() + timeout
+	}
+	h.plan(h.remaining() * 3 / 4)
+	if !h.extending {
+		h.extending = true
+		e.extending++
+	}
+	if !e.running {
 		e.running = e.o.spawn(e.loop) // refused only once the owner closed
-	case !e.wakeAt.IsZero() && x.at.Before(e.wakeAt):
-		// Due before the loop wakes: move its alarm, without waking it now.
-		e.wakeAt = x.at
-		e.timer.Reset(time.Until(x.at))
+		return
+	}
+	e.alarm(h)
+}
+
+// alarm moves the sleeping loop's alarm to h's extension when that is due
+// before the loop wakes, without waking it now.
+func (e *extender) alarm(h *holding) {
+	if e.wakeAt != 0 && h.at < e.wakeAt {
+		e.wakeAt = h.at
+		e.timer.Reset(h.at - monotonic())
+	}
+}
+
+// stopExtending takes h out of the autoextension schedule.
+func (e *extender) stopExtending(h *holding) {
+	if !h.extending {
+		return
+	}
+	h.extending = false
+	e.extending--
+	if e.extending == 0 && !e.linger {
+		e.wake() // let the loop end
 	}
 }
 
@@ -79,21 +251,14 @@ func (e *extender) schedule(l *Lock, h *holding, timeout time.Duration) {
 func (e *extender) unschedule(h *holding, wait bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	x, ok := e.items[h]
-	if !ok {
-		return
-	}
-	delete(e.items, h)
-	if len(e.items) == 0 && !e.linger {
-		e.wake() // let the loop end
-	}
-	for wait && x.busy {
+	e.stopExtending(h)
+	for wait && h.busy {
 		e.idle.Wait()
 	}
 }
 
 // wake interrupts the loop's sleep so that it looks at the schedule again:
-// it drops ended holdings and ends when none is left.
+// it ends when nothing is autoextended.
 func (e *extender) wake() {
 	select {
 	case e.kick <- struct{}{}:
@@ -102,9 +267,9 @@ func (e *extender) wake() {
 }
 
 // plan sets the next extension to wait from now.
-func (x *extension) plan(wait time.Duration) {
-	x.at = time.Now().Add(wait)
-	x.slack = wait / 8
+func (h *holding) plan(wait time.Duration) {
+	h.at = monotonic() + wait
+	h.slack = wait / 8
 }
 
 // loop is the extender's goroutine.
@@ -121,7 +286,7 @@ func (e *extender) loop() {
 			case <-e.kick:
 			}
 			e.mu.Lock()
-			e.wakeAt = time.Time{}
+			e.wakeAt = 0
 			e.mu.Unlock()
 			continue
 		}
@@ -129,8 +294,8 @@ func (e *extender) loop() {
 			e.extend(batch[start:min(start+maxExtendBatch, len(batch))])
 		}
 		e.mu.Lock()
-		for _, x := range batch {
-			x.busy = false
+		for _, h := range batch {
+			h.busy = false
 		}
 		e.idle.Broadcast()
 		e.mu.Unlock()
@@ -140,73 +305,75 @@ func (e *extender) loop() {
 // idleWake is how long an idle lingering loop sleeps unless kicked.
 const idleWake = time.Hour
 
-// take returns the extensions due now (marked busy), or, when none is,
-// sets the loop's alarm for the next; empty means nothing is scheduled and
-// the loop has ended. A lingering loop does not end: it sleeps until kicked
-// or until a new extension moves its alarm.
-func (e *extender) take() (batch []*extension, empty bool) {
+// take returns the holdings whose extension is due now (marked busy), or,
+// when none is, sets the loop's alarm for the next; empty means nothing is
+// autoextended and the loop has ended. A lingering loop does not end: it
+// sleeps until kicked or until a new extension moves its alarm.
+func (e *extender) take() (batch []*holding, empty bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := time.Now()
-	var next time.Time
-	for h, x := range e.items {
-		if !h.live() || !x.until.IsZero() && x.at.After(x.until) {
-			delete(e.items, h) // autoextend timeout: let it expire
-			continue
-		}
-		if !x.at.After(now.Add(x.slack)) {
-			x.busy = true
-			batch = append(batch, x)
-		} else if next.IsZero() || x.at.Before(next) {
-			next = x.at
+	now := monotonic()
+	var next time.Duration
+	for _, h := range e.held {
+		switch {
+		case !h.extending:
+		case h.until != 0 && h.at > h.until:
+			e.stopExtending(h) // autoextend timeout: let it expire
+		case h.at <= now+h.slack:
+			h.busy = true
+			batch = append(batch, h)
+		case next == 0 || h.at < next:
+			next = h.at
 		}
 	}
-	if len(e.items) == 0 && len(batch) == 0 {
+	if e.extending == 0 && len(batch) == 0 {
 		if !e.linger {
 			e.running = false
 			return nil, true
 		}
-		next = now.Add(idleWake)
+		next = now + idleWake
 	}
 	if len(batch) == 0 {
 		e.wakeAt = next
-		e.timer.Reset(next.Sub(now))
+		e.timer.Reset(next - now)
 	}
 	return batch, false
 }
 
-// stop ends a lingering loop once nothing is scheduled.
+// stop ends a lingering loop once nothing is scheduled, and the expiry
+// timer: Close has ended every holding.
 func (e *extender) stop() {
 	e.mu.Lock()
 	e.linger = false
+	e.expiry.Stop()
 	e.mu.Unlock()
 	e.wake()
 }
 
 // extend sends one batch to every node and applies the outcome per lock.
-func (e *extender) extend(batch []*extension) {
+func (e *extender) extend(batch []*holding) {
 	args := make([]any, 0, 2+3*len(batch))
 	args = append(args, extendManyScript.hashArg, len(batch))
 	var nodeTimeout time.Duration
-	for _, x := range batch {
-		args = append(args, x.l.name)
-		nodeTimeout = max(nodeTimeout, x.l.cfg.nodeTimeout)
+	for _, h := range batch {
+		args = append(args, h.l.name)
+		nodeTimeout = max(nodeTimeout, h.l.cfg.nodeTimeout)
 	}
-	for _, x := range batch {
-		args = append(args, x.h.arg, x.l.ttlArg)
+	for _, h := range batch {
+		args = append(args, h.arg, h.l.ttlArg)
 	}
 	cmd := command{script: extendManyScript, args: args, judge: judgeList(len(batch))}
 	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, dying: e.o.dying, obs: e.obs}
 	r := fan.run(context.Background(), &cmd, true)
-	for i, x := range batch {
-		e.apply(x, r, i)
+	for i, h := range batch {
+		e.apply(h, r, i)
 	}
 }
 
 // apply reads lock i's outcome from a batch round: extended when a quorum
 // said yes in time, lost when a quorum said no, else retried soon.
-func (e *extender) apply(x *extension, r round, i int) {
-	l, h := x.l, x.h
+func (e *extender) apply(h *holding, r round, i int) {
+	l := h.l
 	var yes, no int
 	var yesAt [maxNodes]time.Duration
 	r.each(func(n *node, rep *reply) {
@@ -225,13 +392,13 @@ func (e *extender) apply(x *extension, r round, i int) {
 		validity := l.cfg.ttl - yesAt[l.cfg.quorum-1] - l.cfg.drift()
 		if validity > 0 && h.extendTo(r.start.Add(l.cfg.ttl-l.cfg.drift())) == nil {
 			l.obs.extended(l.name, true, nil)
-			e.reschedule(x, validity*3/4)
+			e.reschedule(h, validity*3/4)
 			return
 		}
 	}
 	sub := round{oks: yes, noes: no, errs: r.errs}
 	if !h.live() {
-		return // released or lost meanwhile; take drops it
+		return // released or lost meanwhile; drop took it out
 	}
 	err := sub.failure("extend", len(e.nodes), l.cfg.quorum)
 	if sub.refusedByQuorum(len(e.nodes), l.cfg.quorum) {
@@ -240,15 +407,15 @@ func (e *extender) apply(x *extension, r round, i int) {
 		return
 	}
 	l.obs.extended(l.name, true, err) // retried while the validity lasts
-	e.reschedule(x, max(h.remaining()/4, minExtendRetry))
+	e.reschedule(h, max(h.remaining()/4, minExtendRetry))
 }
 
-// reschedule plans x's next extension unless it was unscheduled meanwhile.
-func (e *extender) reschedule(x *extension, wait time.Duration) {
+// reschedule plans h's next extension unless it was unscheduled meanwhile.
+func (e *extender) reschedule(h *holding, wait time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.items[x.h] == x {
-		x.plan(wait)
+	if h.extending {
+		h.plan(wait)
 	}
 }
 
@@ -267,7 +434,7 @@ func (l *Lock) StartAutoextend(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	l.f.ext.schedule(l, h, timeout)
+	l.f.ext.schedule(h, timeout)
 	return nil
 }
 

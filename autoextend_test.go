@@ -222,3 +222,66 @@ func evalCalls(t *testing.T, c *redistest.Cluster, i int) int {
 	}
 	return total
 }
+
+// TestExpiryOfManyHoldings: a factory's holdings expire each at the end
+// of its own validity, whatever order they were taken in, while an
+// autoextended lock of the same factory stays held and an extended one
+// outlives its first validity.
+func TestExpiryOfManyHoldings(t *testing.T) {
+	_, f := factory(t)
+	ctx := ctxT(t, 20*time.Second)
+	kept := f.NewLock("heap:kept", redlock.WithTTL(time.Second))
+	if _, err := kept.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	extended := f.NewLock("heap:extended", redlock.WithTTL(400*time.Millisecond), redlock.WithAutoextend(false))
+	if _, err := extended.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type held struct {
+		l   *redlock.Lock
+		end time.Time // the validity's end as the caller knows it
+	}
+	var expiring []held
+	for _, ms := range []int{900, 300, 1200, 500, 300, 700, 1100, 400} {
+		l := f.NewLock(fmt.Sprintf("heap:%d:%d", ms, len(expiring)), redlock.WithTTL(time.Duration(ms)*time.Millisecond), redlock.WithAutoextend(false))
+		start := time.Now()
+		v, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiring = append(expiring, held{l, start.Add(v)})
+	}
+	v, err := extended.Extend(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extendedEnd := time.Now().Add(v)
+	for _, h := range expiring {
+		select {
+		case <-h.l.Done():
+		case <-ctx.Done():
+			t.Fatalf("%s: Done not closed after its validity ended", h.l.Name())
+		}
+		if now := time.Now(); now.Before(h.end) {
+			t.Fatalf("%s: Done closed %v before its validity ended", h.l.Name(), h.end.Sub(now))
+		}
+		if !errors.Is(h.l.Err(), redlock.ErrLockLost) {
+			t.Fatalf("%s: Err = %v, want ErrLockLost", h.l.Name(), h.l.Err())
+		}
+	}
+	select {
+	case <-extended.Done():
+		if now := time.Now(); now.Before(extendedEnd) {
+			t.Fatalf("extended lock lost %v before its extended validity ended", extendedEnd.Sub(now))
+		}
+	case <-ctx.Done():
+		t.Fatal("extended lock never expired")
+	}
+	if err := kept.Err(); err != nil {
+		t.Fatalf("autoextended lock: %v", err)
+	}
+	if err := kept.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,4 +147,74 @@ func cycles(b *testing.B, l *redlock.Lock) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// heldLocks is how many locks BenchmarkHeldLocks holds at once.
+const heldLocks = 20000
+
+// BenchmarkHeldLocks measures the live heap that held, autoextended locks
+// cost the client (goal W7 of issue 15: at most 512 B per lock): it takes
+// heldLocks locks made as the bench tool's W7 keepers are (TTL 30 s,
+// autoextend, one factory over 3 nodes), forces a collection, and reports
+// the live heap above the baseline taken before, per held lock, as B/lock.
+// Heap bytes do not depend on the machine's load.
+func BenchmarkHeldLocks(b *testing.B) {
+	f := benchFactory(b, 3)
+	ctx := context.Background()
+	warm := f.NewLock("held:warm") // dial the connections first
+	if _, err := warm.Acquire(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+	locks := make([]*redlock.Lock, heldLocks)
+	names := make([]string, heldLocks)
+	for i := range names {
+		names[i] = fmt.Sprintf("held:%d", i)
+	}
+	var perLock float64
+	for b.Loop() {
+		before := liveHeap()
+		for i, name := range names {
+			locks[i] = f.NewLock(name, redlock.WithTTL(30*time.Second), redlock.WithAutoextend(true))
+		}
+		forEachLock(locks, func(l *redlock.Lock) {
+			if _, err := l.Acquire(ctx); err != nil {
+				b.Error(err)
+			}
+		})
+		perLock = float64(liveHeap()-before) / heldLocks
+		forEachLock(locks, func(l *redlock.Lock) {
+			if err := l.Release(ctx); err != nil {
+				b.Error(err)
+			}
+		})
+		clear(locks)
+	}
+	b.ReportMetric(perLock, "B/lock")
+}
+
+// forEachLock calls fn for every lock from 64 goroutines, as the bench
+// tool's keepers are taken.
+func forEachLock(locks []*redlock.Lock, fn func(l *redlock.Lock)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(locks)); i = next.Add(1) - 1 {
+				fn(locks[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// liveHeap is the heap that survives a collection.
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -22,6 +22,9 @@ type Factory struct {
 	wake     *waker      // nil: blocked Acquire calls poll
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 
+	shapesMu sync.Mutex
+	shapes   map[config]*lockShape // shared by the locks of each configuration (shape.go)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -51,7 +54,7 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 		check = cfg
 		_ = check.validate(len(nodes)) // the defaults are valid
 	}
-	cfg.factoryOnly = nil
+	cfg.factoryOnly = ""
 	if err := checkPools(nodes); err != nil {
 		return nil, err
 	}

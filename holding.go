@@ -21,14 +21,24 @@ type holding struct {
 	counted uint64          // the nodes whose SET was counted in the attempt
 	fin     <-chan struct{} // pool transports: the attempt's calls are done
 	fence   int64           // the fencing token; 0 when not fenced (fence.go)
+	l       *Lock           // its lock; nil for a MultiLock's set
 
 	mu         sync.Mutex
 	cause      error                // nil while live
 	done       chan struct{}        // made on demand: most holders never ask
 	onEnd      *[]func(cause error) // made on demand, like done: one word in every holding
-	validUntil time.Time            // monotonic end of the current validity
+	validUntil time.Duration        // end of the current validity, on monotonic()
 	begun      time.Duration        // when it started, on monotonic(): for observers
-	expiry     *time.Timer          // fires at validUntil unless extended
+
+	// The extender's bookkeeping, under its mu (autoextend.go): the
+	// holding's place in the expiry heap and its autoextension schedule.
+	expAt     time.Duration // validUntil as the expiry heap knows it
+	at        time.Duration // when the next extension is due, on monotonic()
+	slack     time.Duration // how much earlier it may join a batch
+	until     time.Duration // autoextension stops after this; 0: never
+	pos       int32         // 1 + its index in the expiry heap; 0: not in it
+	extending bool          // autoextended
+	busy      bool          // part of the batch in flight
 }
 
 // closedDone is what Done returns for a holding that never started.
@@ -75,9 +85,6 @@ func (h *holding) end(cause error) bool {
 		return false
 	}
 	h.cause = cause
-	if h.expiry != nil {
-		h.expiry.Stop()
-	}
 	if h.done != nil {
 		close(h.done)
 	}
@@ -121,28 +128,34 @@ func (h *holding) afterEnd(fn func(cause error)) (stop func()) {
 func (h *holding) remaining() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return time.Until(h.validUntil)
+	return h.validUntil - monotonic()
 }
 
-// extendTo moves the end of the validity to until, if later. It fails with
-// the holding's end when it ended meanwhile.
+// extendTo moves the end of the validity to until, if later, and tells
+// the extender's expiry heap. It fails with the holding's end when it
+// ended meanwhile.
 func (h *holding) extendTo(until time.Time) error {
+	u := onMonotonic(until)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.cause != nil {
+		h.mu.Unlock()
 		return h.cause
 	}
-	if until.After(h.validUntil) {
-		h.validUntil = until
-		h.expiry.Reset(time.Until(until))
+	later := u > h.validUntil
+	if later {
+		h.validUntil = u
+	}
+	h.mu.Unlock()
+	if later && h.l != nil {
+		h.l.f.ext.moved(h)
 	}
 	return nil
 }
 
-// expired reports whether the validity has run out; the expiry timer asks
-// before ending the holding, since an extension may have re-armed it.
+// expired reports whether the validity has run out; the expiry asks
+// before ending the holding, since an extension may have moved it.
 func (h *holding) expired() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !time.Now().Before(h.validUntil)
+	return monotonic() >= h.validUntil
 }

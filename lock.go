@@ -26,17 +26,14 @@ import (
 // use, but it is one holder: a second Acquire while held is an
 // ErrInvalidOperation, not a wait. For nested acquisition use RLock.
 type Lock struct {
-	name    string
-	cfg     config
+	name string
+	*lockShape
 	initErr error // invalid name or options, returned by every call
 	f       *Factory
-	fan     fanout
 	obs     *observer // nil: not observed (observe.go)
 
-	// The name and TTL as command arguments, boxed once.
-	nameArg, ttlArg any
-	fenceArg        any // the fence key, boxed once; nil when not fenced (fence.go)
-	fenceWindowArg  any // w of the fenced acquire, in µs, boxed once (fence.go)
+	nameArg  any // the name as a command argument, boxed once
+	fenceArg any // the fence key, boxed once; nil when not fenced (fence.go)
 
 	// suffix is appended to every new token: an Election's value, so that
 	// the key carries it. Set only while no Acquire runs.
@@ -68,20 +65,23 @@ func NewLock(name string, nodes []Pool, opts ...Option) (*Lock, error) {
 // initErr and returned by every call.
 func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *Lock {
 	cfg, err := f.lockConfig(opts)
-	if cfg.autoextend == nil {
-		cfg.autoextend = &autoextendDefault
+	on := autoextendDefault
+	if cfg.autoextend != nil {
+		on = *cfg.autoextend
 	}
-	l := &Lock{name: name, cfg: cfg, f: f, nameArg: name, initErr: err}
+	cfg.autoextend = &autoextendOff
+	if on {
+		cfg.autoextend = &autoextendOn
+	}
+	l := &Lock{name: name, f: f, nameArg: name, initErr: err}
 	if name == "" && err == nil {
 		l.initErr = invalidArg("lock name is empty")
 	}
-	l.ttlArg = l.cfg.ttlMs()
 	if cfg.fencing {
 		l.fenceArg = name + FenceSuffix
-		l.fenceWindowArg = fenceWindow(cfg.ttl)
 	}
-	l.obs = newObserver(&l.cfg, name)
-	l.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying, obs: l.obs}
+	l.obs = newObserver(&cfg, name)
+	l.lockShape = f.shapeOf(cfg, l.obs, err == nil)
 	return l
 }
 
@@ -260,7 +260,7 @@ func (l *Lock) endAcquire() {
 // keys are discarded on every node that did not refuse.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, error) {
 	token := newToken() + l.suffix
-	h := &holding{token: token, arg: token}
+	h := &holding{token: token, arg: token, l: l}
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
 	r := l.fan.run(ctx, l.acquireCommand(h), false)
@@ -274,7 +274,7 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 		validity, err = l.commitFence(ctx, h, &r, validity)
 	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
-		h.validUntil = r.start.Add(l.cfg.ttl - l.cfg.drift())
+		h.validUntil = onMonotonic(r.start.Add(l.cfg.ttl - l.cfg.drift()))
 		r.free()
 		return validity, h, r, nil
 	}
@@ -343,14 +343,14 @@ func (l *Lock) validity(r round) time.Duration {
 	return l.cfg.ttl - r.elapsed() - l.cfg.drift()
 }
 
-// startHolding makes h the lock's current holding: it arms the expiry
-// timer, registers h with the owner and starts autoextension. When the
-// factory began closing meanwhile, the keys are given up instead and the
-// Acquire fails: Close never saw this holding, so it must not survive.
+// startHolding makes h the lock's current holding: it registers h with
+// the owner, then with the extender, which ends it when its validity runs
+// out and autoextends it when the lock does. When the factory began
+// closing meanwhile, the keys are given up instead and the Acquire fails:
+// Close never saw this holding, so it must not survive.
 func (l *Lock) startHolding(h *holding) error {
 	h.mu.Lock()
 	h.begun = monotonic()
-	h.expiry = time.AfterFunc(time.Until(h.validUntil), func() { l.expire(h) })
 	h.mu.Unlock()
 	if err := l.f.o.hold(h, l); err != nil {
 		h.end(ErrClosed)
@@ -360,17 +360,18 @@ func (l *Lock) startHolding(h *holding) error {
 	l.mu.Lock()
 	l.cur = h
 	l.mu.Unlock()
-	if *l.cfg.autoextend {
-		l.f.ext.schedule(l, h, l.cfg.autoextendTimeout)
-	}
+	l.f.ext.add(h, *l.cfg.autoextend, l.cfg.autoextendTimeout)
 	return nil
 }
 
-// expire is the expiry timer's callback: the validity ran out unextended.
-func (l *Lock) expire(h *holding) {
-	if h.expired() {
-		l.lose(h, LossExpired, fmt.Errorf("%w: validity of lock %q ran out", ErrLockLost, l.name))
+// expire ends h as lost when its validity ran out unextended; it reports
+// false when an extension moved the validity meanwhile.
+func (l *Lock) expire(h *holding) bool {
+	if !h.expired() {
+		return false
 	}
+	l.lose(h, LossExpired, fmt.Errorf("%w: validity of lock %q ran out", ErrLockLost, l.name))
+	return true
 }
 
 // lose ends holding h as lost: Done closes, Err reports cause, autoextension
@@ -396,7 +397,7 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 		return false
 	}
 	l.f.o.unhold(h)
-	l.f.ext.wake() // the schedule drops h now
+	l.f.ext.drop(h)
 	return true
 }
 

@@ -222,10 +222,10 @@ func after(fin <-chan struct{}) []<-chan struct{} {
 // startHolding starts a holding of every name, and of the set over them:
 // the loss of any name (or Close) ends the set and gives up the others.
 func (m *MultiLock) startHolding(token string, arg any, counted uint64, fin <-chan struct{}, until time.Time) error {
-	set := &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: until}
+	set := &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: onMonotonic(until)}
 	parts := make([]*holding, len(m.keys))
 	for i := range m.keys {
-		parts[i] = &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: until}
+		parts[i] = &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: onMonotonic(until), l: m.keys[i]}
 	}
 	m.mu.Lock()
 	m.set, m.parts = set, parts

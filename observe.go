@@ -18,7 +18,7 @@ import (
 // compiling and working.
 //
 // The funcs run synchronously in the goroutine of the operation (the
-// extender's and the expiry timer's for background events), so they must
+// extender's and its expiry timer's for background events), so they must
 // be quick and must not call the lock. They may run concurrently.
 type Observer struct {
 	// AcquireStart is called when an Acquire, TryAcquire or
@@ -437,6 +437,9 @@ var processStart = time.Now()
 // monotonic is the time since the process started, on the monotonic
 // clock: a holding keeps its start in 8 bytes rather than a time.Time's 24.
 func monotonic() time.Duration { return time.Since(processStart) }
+
+// onMonotonic is t on the clock of monotonic().
+func onMonotonic(t time.Time) time.Duration { return t.Sub(processStart) }
 
 // held is how long the holding has lasted.
 func (h *holding) held() time.Duration { return monotonic() - h.begun }

@@ -50,7 +50,7 @@ type config struct {
 	observer          *Observer // nil: none (observe.go)
 	pipelining        bool      // factory-level
 	wakeups           bool      // factory-level
-	factoryOnly       []string  // factory-level options given, by name
+	factoryOnly       string    // the first factory-level option given, by name
 }
 
 func defaultConfig() config {
@@ -127,7 +127,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // only: locks made by NewLock and NewRLock always use the pool path, and
 // giving it to one lock is an ErrInvalidArgument.
 func WithPipelining(on bool) Option {
-	return func(c *config) { c.pipelining = on; c.factoryOnly = append(c.factoryOnly, "WithPipelining") }
+	return func(c *config) { c.pipelining = on; c.factoryOnlyGiven("WithPipelining") }
 }
 
 // WithWakeups sets whether a blocked Acquire of a Factory's lock waits for
@@ -141,7 +141,14 @@ func WithPipelining(on bool) Option {
 // remaining time to live. Like WithPipelining, it is factory-level:
 // giving it to one lock is an ErrInvalidArgument.
 func WithWakeups(on bool) Option {
-	return func(c *config) { c.wakeups = on; c.factoryOnly = append(c.factoryOnly, "WithWakeups") }
+	return func(c *config) { c.wakeups = on; c.factoryOnlyGiven("WithWakeups") }
+}
+
+// factoryOnlyGiven notes that the factory-level option name was given.
+func (c *config) factoryOnlyGiven(name string) {
+	if c.factoryOnly == "" {
+		c.factoryOnly = name
+	}
 }
 
 // apply returns base with opts applied.
@@ -207,10 +214,10 @@ func (c *config) validate(nodes int) error {
 // any invalid value; the config is usable for the lock's fields either way.
 func (f *Factory) lockConfig(opts []Option) (config, error) {
 	base := f.defaults
-	base.factoryOnly = nil
+	base.factoryOnly = ""
 	cfg := base.apply(opts)
-	if len(cfg.factoryOnly) > 0 {
-		return cfg, invalidArg("%s is a factory option; it cannot be given to one lock", cfg.factoryOnly[0])
+	if cfg.factoryOnly != "" {
+		return cfg, invalidArg("%s is a factory option; it cannot be given to one lock", cfg.factoryOnly)
 	}
 	return cfg, cfg.validate(len(f.nodes))
 }

@@ -21,7 +21,7 @@ func TestDriftAndValidityArithmetic(t *testing.T) {
 		{100 * time.Millisecond, 0.5, 48 * time.Millisecond, 52 * time.Millisecond, 0},
 	}
 	for _, c := range cases {
-		l := &Lock{cfg: defaultConfig().apply([]Option{WithTTL(c.ttl), WithDriftFactor(c.factor)})}
+		l := &Lock{lockShape: &lockShape{cfg: defaultConfig().apply([]Option{WithTTL(c.ttl), WithDriftFactor(c.factor)})}}
 		if got := l.cfg.drift(); got != c.drift {
 			t.Errorf("ttl %v factor %v: drift %v, want %v", c.ttl, c.factor, got, c.drift)
 		}
