@@ -39,11 +39,11 @@ func TestMain(m *testing.M) {
 // that the package doc asks for.
 var goRedis = conformance.Client{
 	Name: "go-redis",
-	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
+	Nodes: func(tb testing.TB, addrs []string) []redlock.Node {
 		clients := make([]redis.UniversalClient, len(addrs))
 		for i, a := range addrs {
 			c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { c.Close() })
+			tb.Cleanup(func() { c.Close() })
 			clients[i] = c
 		}
 		return redlockgoredis.Nodes(clients...)
@@ -63,3 +63,8 @@ func TestNilClient(t *testing.T) {
 		t.Fatalf("Nodes(nil) = %v, want a nil node", n)
 	}
 }
+
+// BenchmarkParallel is the bench tool's W2 over go-redis clients and over
+// the redigo path: run it with -benchmem, and with -cpuprofile to see where
+// the adapter spends its time.
+func BenchmarkParallel(b *testing.B) { conformance.BenchParallel(b, goRedis) }

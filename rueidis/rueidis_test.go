@@ -38,14 +38,14 @@ func TestMain(m *testing.M) {
 // rueidisClient makes one rueidis client per node.
 var rueidisClient = conformance.Client{
 	Name: "rueidis",
-	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
+	Nodes: func(tb testing.TB, addrs []string) []redlock.Node {
 		clients := make([]rueidis.Client, len(addrs))
 		for i, a := range addrs {
 			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, ForceSingleClient: true, DisableCache: true})
 			if err != nil {
-				t.Fatalf("rueidis.NewClient: %v", err)
+				tb.Fatalf("rueidis.NewClient: %v", err)
 			}
-			t.Cleanup(c.Close)
+			tb.Cleanup(c.Close)
 			clients[i] = c
 		}
 		return redlockrueidis.Nodes(clients...)
@@ -64,3 +64,8 @@ func TestNilClient(t *testing.T) {
 		t.Fatalf("Nodes(nil) = %v, want a nil node", n)
 	}
 }
+
+// BenchmarkParallel is the bench tool's W2 over rueidis clients and over
+// the redigo path: run it with -benchmem, and with -cpuprofile to see where
+// the adapter spends its time.
+func BenchmarkParallel(b *testing.B) { conformance.BenchParallel(b, rueidisClient) }

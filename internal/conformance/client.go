@@ -11,9 +11,9 @@ type Client struct {
 	// Name names the client in subtest names.
 	Name string
 	// Nodes returns one node per address (host:port), in order. The
-	// clients behind them are closed by t.Cleanup; their commands must
+	// clients behind them are closed by tb.Cleanup; their commands must
 	// honour the deadline of their context.
-	Nodes func(t *testing.T, addrs []string) []redlock.Node
+	Nodes func(tb testing.TB, addrs []string) []redlock.Node
 }
 
 // factory makes a factory over c's nodes to addrs, closed when the test
@@ -32,14 +32,14 @@ func (c Client) factory(t *testing.T, addrs []string, opts ...redlock.Option) *r
 // as redlock.PoolNode.
 var Redigo = Client{
 	Name: "redigo",
-	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
+	Nodes: func(tb testing.TB, addrs []string) []redlock.Node {
 		nodes := make([]redlock.Node, len(addrs))
 		for i, a := range addrs {
 			p, err := redlock.NewPool("redis://" + a)
 			if err != nil {
-				t.Fatalf("NewPool: %v", err)
+				tb.Fatalf("NewPool: %v", err)
 			}
-			t.Cleanup(func() { p.Close() })
+			tb.Cleanup(func() { p.Close() })
 			nodes[i] = redlock.PoolNode(p)
 		}
 		return nodes
