@@ -68,3 +68,8 @@ func TestNilClient(t *testing.T) {
 // the redigo path: run it with -benchmem, and with -cpuprofile to see where
 // the adapter spends its time.
 func BenchmarkParallel(b *testing.B) { conformance.BenchParallel(b, goRedis) }
+
+// BenchmarkSequential is BenchmarkParallel with one goroutine (the bench
+// tool's W1). Its CPU times include the Go scheduler's spinning between
+// round trips; its commands and allocations per cycle are exact.
+func BenchmarkSequential(b *testing.B) { conformance.BenchSequential(b, goRedis) }

@@ -17,21 +17,30 @@ import (
 
 // BenchParallel runs the bench tool's W2 over c's nodes and, for
 // comparison, over Redigo's, each on 3 servers of its own: 64 goroutines,
-// each acquiring and releasing a key of its own. Besides time and allocations per cycle it reports what the speed of
-// a shared machine hides: the commands and the socket reads and writes the
-// servers made per cycle (INFO stats), which tell whether the client sends
-// several locks' commands at once, and the CPU time per cycle of this
-// process and of the servers.
-func BenchParallel(b *testing.B, c Client) {
+// each acquiring and releasing a key of its own. Besides time and
+// allocations per cycle it reports what the speed of a shared machine
+// hides: the commands and the socket reads and writes the servers made per
+// cycle (INFO stats), which tell whether the client sends several locks'
+// commands at once, and the CPU time per cycle of this process and of the
+// servers.
+func BenchParallel(b *testing.B, c Client) { benchCycles(b, c, 64) }
+
+// BenchSequential is BenchParallel with one goroutine, the bench tool's
+// W1.
+func BenchSequential(b *testing.B, c Client) { benchCycles(b, c, 1) }
+
+// benchCycles runs goroutines cycle loops over c's nodes and Redigo's.
+func benchCycles(b *testing.B, c Client, goroutines int) {
 	for _, c := range []Client{Redigo, c} {
 		b.Run(c.Name, func(b *testing.B) {
 			cl := redistest.Start(b, 3)
-			benchParallel(b, cl, c.Nodes(b, cl.Addrs()))
+			run(b, cl, c.Nodes(b, cl.Addrs()), goroutines)
 		})
 	}
 }
 
-func benchParallel(b *testing.B, cl *redistest.Cluster, nodes []redlock.Node) {
+// run measures goroutines cycle loops over nodes, which reach cl.
+func run(b *testing.B, cl *redistest.Cluster, nodes []redlock.Node, goroutines int) {
 	f, err := redlock.NewFactoryFromNodes(nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithAutoextend(false))
 	if err != nil {
 		b.Fatal(err)
@@ -47,18 +56,25 @@ func benchParallel(b *testing.B, cl *redistest.Cluster, nodes []redlock.Node) {
 		}
 	}
 	cycle(f.NewLock("warm-up")) // loads the scripts and dials
-	var id atomic.Int64
 	before := serverStats(b, cl)
 	cpu := cpuTime()
 	b.ReportAllocs()
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // RunParallel starts parallelism × GOMAXPROCS goroutines
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		l := f.NewLock(fmt.Sprintf("key-%d", id.Add(1)))
-		for pb.Next() {
+	if goroutines == 1 {
+		l := f.NewLock("key")
+		for range b.N {
 			cycle(l)
 		}
-	})
+	} else {
+		var id atomic.Int64
+		b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0))) // RunParallel starts parallelism × GOMAXPROCS goroutines
+		b.RunParallel(func(pb *testing.PB) {
+			l := f.NewLock(fmt.Sprintf("key-%d", id.Add(1)))
+			for pb.Next() {
+				cycle(l)
+			}
+		})
+	}
 	b.StopTimer()
 	cpu = cpuTime() - cpu
 	after := serverStats(b, cl)
