@@ -15,26 +15,39 @@ import (
 	"github.com/redlockplus/redlock/internal/redistest"
 )
 
-// BenchParallel runs the bench tool's W2 over c's nodes and, for
-// comparison, over Redigo's, each on 3 servers of its own: 64 goroutines,
+// BenchNodes makes one node per address of a client, closed by
+// tb.Cleanup, as Client.Nodes does for a test.
+type BenchNodes func(tb testing.TB, addrs []string) []redlock.Node
+
+// BenchParallel runs the bench tool's W2 over the nodes of the client
+// named name and, for comparison, over Redigo's, each on 3 servers of its own: 64 goroutines,
 // each acquiring and releasing a key of its own. Besides time and
 // allocations per cycle it reports what the speed of a shared machine
 // hides: the commands and the socket reads and writes the servers made per
 // cycle (INFO stats), which tell whether the client sends several locks'
 // commands at once, and the CPU time per cycle of this process and of the
 // servers.
-func BenchParallel(b *testing.B, c Client) { benchCycles(b, c, 64) }
+func BenchParallel(b *testing.B, name string, nodes BenchNodes) {
+	benchCycles(b, name, nodes, 64)
+}
 
 // BenchSequential is BenchParallel with one goroutine, the bench tool's
 // W1.
-func BenchSequential(b *testing.B, c Client) { benchCycles(b, c, 1) }
+func BenchSequential(b *testing.B, name string, nodes BenchNodes) {
+	benchCycles(b, name, nodes, 1)
+}
 
-// benchCycles runs goroutines cycle loops over c's nodes and Redigo's.
-func benchCycles(b *testing.B, c Client, goroutines int) {
-	for _, c := range []Client{Redigo, c} {
-		b.Run(c.Name, func(b *testing.B) {
+// benchCycles runs goroutines cycle loops over Redigo's nodes and the
+// named client's.
+func benchCycles(b *testing.B, name string, nodes BenchNodes, goroutines int) {
+	clients := []struct {
+		name  string
+		nodes BenchNodes
+	}{{Redigo.Name, redigoNodes}, {name, nodes}}
+	for _, c := range clients {
+		b.Run(c.name, func(b *testing.B) {
 			cl := redistest.Start(b, 3)
-			run(b, cl, c.Nodes(b, cl.Addrs()), goroutines)
+			run(b, cl, c.nodes(b, cl.Addrs()), goroutines)
 		})
 	}
 }

@@ -11,9 +11,9 @@ type Client struct {
 	// Name names the client in subtest names.
 	Name string
 	// Nodes returns one node per address (host:port), in order. The
-	// clients behind them are closed by tb.Cleanup; their commands must
+	// clients behind them are closed by t.Cleanup; their commands must
 	// honour the deadline of their context.
-	Nodes func(tb testing.TB, addrs []string) []redlock.Node
+	Nodes func(t *testing.T, addrs []string) []redlock.Node
 }
 
 // factory makes a factory over c's nodes to addrs, closed when the test
@@ -31,17 +31,20 @@ func (c Client) factory(t *testing.T, addrs []string, opts ...redlock.Option) *r
 // Redigo is the root module's own client: one redlock.NewPool per node,
 // as redlock.PoolNode.
 var Redigo = Client{
-	Name: "redigo",
-	Nodes: func(tb testing.TB, addrs []string) []redlock.Node {
-		nodes := make([]redlock.Node, len(addrs))
-		for i, a := range addrs {
-			p, err := redlock.NewPool("redis://" + a)
-			if err != nil {
-				tb.Fatalf("NewPool: %v", err)
-			}
-			tb.Cleanup(func() { p.Close() })
-			nodes[i] = redlock.PoolNode(p)
+	Name:  "redigo",
+	Nodes: func(t *testing.T, addrs []string) []redlock.Node { return redigoNodes(t, addrs) },
+}
+
+// redigoNodes are Redigo's nodes, for tests and benchmarks.
+func redigoNodes(tb testing.TB, addrs []string) []redlock.Node {
+	nodes := make([]redlock.Node, len(addrs))
+	for i, a := range addrs {
+		p, err := redlock.NewPool("redis://" + a)
+		if err != nil {
+			tb.Fatalf("NewPool: %v", err)
 		}
-		return nodes
-	},
+		tb.Cleanup(func() { p.Close() })
+		nodes[i] = redlock.PoolNode(p)
+	}
+	return nodes
 }
