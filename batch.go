@@ -14,6 +14,8 @@ type Batcher interface {
 	Node
 	// DoBatch runs every command of batch and sets its Reply and Err,
 	// with the forms and errors of Node.Do. ctx bounds the whole batch.
+	// The factory reuses batch and its commands' slices once DoBatch
+	// returns: it must not keep them.
 	DoBatch(ctx context.Context, batch []Command)
 }
 

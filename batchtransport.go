@@ -2,14 +2,15 @@ package redlock
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
 
 // batchTransport carries commands to a Batcher. A command started while
-// fewer than maxBatches batches are under way is sent at once by a new
-// goroutine of the owner, so that it never waits for an earlier command's
-// round trip; once that many are under way, commands queue, and each
+// fewer than maxBatches batches are under way is sent by a new goroutine
+// of the owner as soon as it has yielded once (see send), so that it never
+// waits for an earlier command's round trip; once that many are under way, commands queue, and each
 // sender, when its batch is done, sends whatever queued meanwhile as one
 // batch, and exits once nothing is queued. It is not FIFO: concurrent
 // batches may use several connections.
@@ -70,15 +71,23 @@ func (t *batchTransport) take() []queued {
 	return q
 }
 
-// send runs batches until the queue is empty.
+// send runs batches until the queue is empty. Before it takes the queue it
+// yields (runtime.Gosched): the callers that its start or its last batch's
+// replies made runnable then start their next commands first, which join
+// this batch instead of the next. Under load that makes a few large
+// batches instead of many small ones, and each batch costs a write and a
+// read on both sides (W2 over go-redis: 0.65 server reads per cycle
+// without the yield, 0.22 with it, 0.2 on the redigo path); alone, it
+// costs a return from the scheduler.
 func (t *batchTransport) send() {
-	var cmds []Command
+	var b batch
 	for {
+		runtime.Gosched()
 		q := t.take()
 		if q == nil {
 			return
 		}
-		cmds = t.run(q, cmds[:0])
+		b.run(t, q)
 		t.mu.Lock()
 		clear(q)
 		t.spare = q[:0]
@@ -86,43 +95,60 @@ func (t *batchTransport) send() {
 	}
 }
 
+// batch is a sender's storage for the commands of its batches, reused
+// from one batch to the next.
+type batch struct {
+	cmds []Command
+	keys []string // the scripts' keys, which the commands' Keys slice
+}
+
 // run sends one batch and delivers its replies. The batch carries the
 // values of its first command's context, not its cancellation: a caller
 // that stops waiting does not take the others' commands with it.
-func (t *batchTransport) run(q []queued, cmds []Command) []Command {
+func (b *batch) run(t *batchTransport, q []queued) {
 	sent := q[:0]
 	for _, e := range q {
-		cmd, err := commandOf(e.c)
-		if err != nil {
+		if err := b.add(e.c); err != nil {
 			e.c.deliver(reply{err: e.c.n.wrap(err)})
+			e.c.recycle()
 			continue
 		}
-		cmds = append(cmds, cmd)
 		sent = append(sent, e)
 	}
 	if len(sent) == 0 {
-		return cmds
+		return
 	}
 	q = sent
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(q[0].ctx), t.nodeTimeout)
-	t.node.DoBatch(ctx, cmds)
+	t.node.DoBatch(ctx, b.cmds)
 	cancel()
 	for i, e := range q {
-		v, err := fromNode(cmds[i].Reply, cmds[i].Err)
+		v, err := fromNode(b.cmds[i].Reply, b.cmds[i].Err)
 		e.c.deliver(e.c.n.judge(e.c.cmd, v, err))
+		e.c.recycle()
 	}
-	clear(cmds)
-	return cmds
+	clear(b.cmds)
+	b.cmds = b.cmds[:0]
+	clear(b.keys)
+	b.keys = b.keys[:0]
 }
 
-// commandOf is a call's command as a Batcher takes it.
-func commandOf(c *call) (Command, error) {
+// add appends a call's command as a Batcher takes it.
+func (b *batch) add(c *call) error {
 	s := c.cmd.script
 	if s == nil {
-		return Command{Name: c.cmd.name, Args: c.cmd.args}, nil
+		b.cmds = append(b.cmds, Command{Name: c.cmd.name, Args: c.cmd.args})
+		return nil
 	}
-	keys, args, err := scriptArgs(c.cmd.args[1:])
-	return Command{Script: s.pub, Keys: keys, Args: args}, err
+	from := len(b.keys)
+	keys, args, err := scriptArgs(b.keys, c.cmd.args[1:])
+	if err != nil {
+		b.keys = keys[:from]
+		return err
+	}
+	b.keys = keys
+	b.cmds = append(b.cmds, Command{Script: s.pub, Keys: keys[from:len(keys):len(keys)], Args: args})
+	return nil
 }
 
 func (t *batchTransport) fifo() bool { return false }

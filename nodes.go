@@ -220,19 +220,19 @@ func sameValue(a, b any) bool {
 }
 
 // scriptArgs splits a script command's arguments (key count, keys, then
-// arguments) into keys and arguments.
-func scriptArgs(args []any) ([]string, []any, error) {
+// arguments): it appends the keys to dst and returns dst and the
+// arguments.
+func scriptArgs(dst []string, args []any) ([]string, []any, error) {
 	n, ok := args[0].(int)
 	if !ok || n < 0 || n > len(args)-1 {
-		return nil, nil, fmt.Errorf("redlock: bad script key count %v", args[0]) // a defect of the core
+		return dst, nil, fmt.Errorf("redlock: bad script key count %v", args[0]) // a defect of the core
 	}
-	keys := make([]string, n)
-	for i := range keys {
-		k, ok := args[1+i].(string)
+	for _, a := range args[1 : 1+n] {
+		k, ok := a.(string)
 		if !ok {
-			return nil, nil, fmt.Errorf("redlock: script key %v is not a string", args[1+i])
+			return dst, nil, fmt.Errorf("redlock: script key %v is not a string", a)
 		}
-		keys[i] = k
+		dst = append(dst, k)
 	}
-	return keys, args[1+n:], nil
+	return dst, args[1+n:], nil
 }

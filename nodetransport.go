@@ -44,7 +44,7 @@ func (t *nodeTransport) run(ctx context.Context, c *call) {
 	if s := c.cmd.script; s != nil {
 		var keys []string
 		var args []any
-		if keys, args, err = scriptArgs(c.cmd.args[1:]); err == nil {
+		if keys, args, err = scriptArgs(nil, c.cmd.args[1:]); err == nil {
 			v, err = t.node.RunScript(ctx, s.pub, keys, args...)
 		}
 	} else {
@@ -52,6 +52,7 @@ func (t *nodeTransport) run(ctx context.Context, c *call) {
 	}
 	v, err = fromNode(v, err)
 	c.deliver(c.n.judge(c.cmd, v, err))
+	c.recycle()
 }
 
 func (t *nodeTransport) fifo() bool { return false }

@@ -70,6 +70,13 @@ type call struct {
 // calls recycles the calls of pipelined rounds, one per node and command.
 var calls = sync.Pool{New: func() any { return new(call) }}
 
+// recycle returns a delivered call to calls: nothing may use it after
+// deliver returned.
+func (c *call) recycle() {
+	*c = call{}
+	calls.Put(c)
+}
+
 // finish is closed once every call of a pool round is done, so that a
 // cleanup can follow a SET whose reply came too late to be counted.
 type finish struct {

@@ -13,23 +13,13 @@ var _ redlock.Batcher = node{}
 
 // DoBatch sends the batch as one go-redis pipeline (a single command as
 // itself), scripts with EVALSHA; the scripts the server does not know are
-// sent again with EVAL in a second pipeline.
+// sent again with EVAL, after the rest of the batch.
 func (n node) DoBatch(ctx context.Context, batch []redlock.Command) {
-	if len(batch) == 1 {
-		c := &batch[0]
-		if c.Script != nil {
-			c.Reply, c.Err = n.RunScript(ctx, c.Script, c.Keys, c.Args...)
-		} else {
-			c.Reply, c.Err = n.Do(ctx, c.Name, c.Args...)
-		}
-		return
+	cmds := make([]*redis.Cmd, len(batch))
+	for i := range batch {
+		cmds[i] = command(ctx, &batch[i], false)
 	}
-	cmds := n.pipeline(ctx, batch, func(p redis.Pipeliner, c *redlock.Command) *redis.Cmd {
-		if c.Script != nil {
-			return p.EvalSha(ctx, c.Script.Hash(), c.Keys, c.Args...)
-		}
-		return p.Do(ctx, append([]any{c.Name}, c.Args...)...)
-	})
+	n.run(ctx, cmds)
 	var again []int
 	for i, cmd := range cmds {
 		v, err := cmd.Result()
@@ -42,25 +32,51 @@ func (n node) DoBatch(ctx context.Context, batch []redlock.Command) {
 	if len(again) == 0 {
 		return
 	}
-	retry := make([]redlock.Command, len(again))
+	retry := make([]*redis.Cmd, len(again))
 	for j, i := range again {
-		retry[j] = batch[i]
+		retry[j] = command(ctx, &batch[i], true)
 	}
-	for j, cmd := range n.pipeline(ctx, retry, func(p redis.Pipeliner, c *redlock.Command) *redis.Cmd {
-		return p.Eval(ctx, c.Script.Source(), c.Keys, c.Args...)
-	}) {
+	n.run(ctx, retry)
+	for j, cmd := range retry {
 		batch[again[j]].Reply, batch[again[j]].Err = reply(cmd.Result())
 	}
 }
 
-// pipeline queues one command per element of batch, made by add, and runs
-// them; each command holds its own result.
-func (n node) pipeline(ctx context.Context, batch []redlock.Command, add func(redis.Pipeliner, *redlock.Command) *redis.Cmd) []*redis.Cmd {
+// run sends cmds through the client: one command as itself, several as a
+// pipeline. Each command holds its own result.
+func (n node) run(ctx context.Context, cmds []*redis.Cmd) {
+	if len(cmds) == 1 {
+		_ = n.c.Process(ctx, cmds[0])
+		return
+	}
 	p := n.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	for i := range batch {
-		cmds[i] = add(p, &batch[i])
+	for _, cmd := range cmds {
+		_ = p.Process(ctx, cmd)
 	}
 	_, _ = p.Exec(ctx) // the errors are the commands'
-	return cmds
+}
+
+// command is c as a go-redis command, made with one allocation for its
+// arguments (go-redis's EvalSha makes several): a plain command, or a
+// script by EVALSHA, or by EVAL when source is set.
+func command(ctx context.Context, c *redlock.Command, source bool) *redis.Cmd {
+	if c.Script == nil {
+		args := make([]any, 0, 1+len(c.Args))
+		return redis.NewCmd(ctx, append(append(args, c.Name), c.Args...)...)
+	}
+	args := make([]any, 0, 3+len(c.Keys)+len(c.Args))
+	if source {
+		args = append(args, "eval", c.Script.Source())
+	} else {
+		args = append(args, "evalsha", c.Script.Hash())
+	}
+	args = append(args, len(c.Keys))
+	for _, k := range c.Keys {
+		args = append(args, k)
+	}
+	cmd := redis.NewCmd(ctx, append(args, c.Args...)...)
+	if len(c.Keys) > 0 {
+		cmd.SetFirstKeyPos(3) // as go-redis's EvalSha, for cluster clients
+	}
+	return cmd
 }

@@ -42,8 +42,9 @@ type node struct{ c redis.UniversalClient }
 var _ redlock.Node = node{}
 
 func (n node) Do(ctx context.Context, name string, args ...any) (any, error) {
-	all := make([]any, 0, 1+len(args))
-	return reply(n.c.Do(ctx, append(append(all, name), args...)...).Result())
+	cmd := command(ctx, &redlock.Command{Name: name, Args: args}, false)
+	_ = n.c.Process(ctx, cmd)
+	return reply(cmd.Result())
 }
 
 // RunScript runs s with go-redis's Script, which sends EVALSHA and falls
@@ -78,16 +79,23 @@ func scriptOf(s *redlock.Script) *redis.Script {
 // reply turns go-redis's result into the redlock.Node contract: redis.Nil
 // is a nil reply, and an error reply of the server a redlock.ReplyError.
 func reply(v any, err error) (any, error) {
+	if err == nil {
+		return value(v), nil
+	}
+	return nil, replyErr(err)
+}
+
+// replyErr is reply's error: apart, so that the error reply that
+// errors.As fills is allocated only when there is an error.
+func replyErr(err error) error {
 	var re redis.Error
 	switch {
-	case err == nil:
-		return value(v), nil
 	case errors.Is(err, redis.Nil):
-		return nil, nil
+		return nil
 	case errors.As(err, &re):
-		return nil, redlock.ReplyError(re.Error())
+		return redlock.ReplyError(re.Error())
 	}
-	return nil, err
+	return err
 }
 
 // value converts the error replies inside an array.

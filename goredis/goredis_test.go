@@ -38,16 +38,18 @@ func TestMain(m *testing.M) {
 // goRedis makes one go-redis client per node, with the context deadlines
 // that the package doc asks for.
 var goRedis = conformance.Client{
-	Name: "go-redis",
-	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
-		clients := make([]redis.UniversalClient, len(addrs))
-		for i, a := range addrs {
-			c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { c.Close() })
-			clients[i] = c
-		}
-		return redlockgoredis.Nodes(clients...)
-	},
+	Name:  "go-redis",
+	Nodes: func(t *testing.T, addrs []string) []redlock.Node { return goRedisNodes(t, addrs) },
+}
+
+func goRedisNodes(tb testing.TB, addrs []string) []redlock.Node {
+	clients := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
+		tb.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	return redlockgoredis.Nodes(clients...)
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, goRedis) }
@@ -63,3 +65,13 @@ func TestNilClient(t *testing.T) {
 		t.Fatalf("Nodes(nil) = %v, want a nil node", n)
 	}
 }
+
+// BenchmarkParallel is the bench tool's W2 over go-redis clients and over
+// the redigo path: run it with -benchmem, and with -cpuprofile to see where
+// the adapter spends its time.
+func BenchmarkParallel(b *testing.B) { conformance.BenchParallel(b, "go-redis", goRedisNodes) }
+
+// BenchmarkSequential is BenchmarkParallel with one goroutine (the bench
+// tool's W1). Its CPU times include the Go scheduler's spinning between
+// round trips; its commands and allocations per cycle are exact.
+func BenchmarkSequential(b *testing.B) { conformance.BenchSequential(b, "go-redis", goRedisNodes) }

@@ -44,14 +44,14 @@ type node struct{ c rueidis.Client }
 var _ redlock.Node = node{}
 
 func (n node) Do(ctx context.Context, name string, args ...any) (any, error) {
-	cmd := n.c.B().Arbitrary(name).Args(strs(args)...).Build()
-	return reply(n.c.Do(ctx, cmd).ToAny())
+	cmd := n.c.B().Arbitrary(name).Args(strs(nil, args)...).Build()
+	return result(n.c.Do(ctx, cmd))
 }
 
 // RunScript runs s with rueidis's Lua helper, which sends EVALSHA and falls
 // back to EVAL on NOSCRIPT.
 func (n node) RunScript(ctx context.Context, s *redlock.Script, keys []string, args ...any) (any, error) {
-	return reply(scriptOf(s).Exec(ctx, n.c, keys, strs(args)).ToAny())
+	return result(scriptOf(s).Exec(ctx, n.c, keys, strs(nil, args)))
 }
 
 // Addr names the server by the client's address (addresses, sorted and
@@ -76,25 +76,35 @@ func scriptOf(s *redlock.Script) *rueidis.Lua {
 	return l.(*rueidis.Lua)
 }
 
-// strs writes the lock's arguments (strings and integers) as rueidis takes
-// them.
-func strs(args []any) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
+// strs appends the lock's arguments (strings and integers) to dst as
+// rueidis takes them.
+func strs(dst []string, args []any) []string {
+	for _, a := range args {
 		switch a := a.(type) {
 		case string:
-			out[i] = a
+			dst = append(dst, a)
 		case int:
-			out[i] = strconv.Itoa(a)
+			dst = append(dst, strconv.Itoa(a))
 		case int64:
-			out[i] = strconv.FormatInt(a, 10)
+			dst = append(dst, strconv.FormatInt(a, 10))
 		case []byte:
-			out[i] = string(a)
+			dst = append(dst, string(a))
 		default:
-			out[i] = fmt.Sprint(a)
+			dst = append(dst, fmt.Sprint(a))
 		}
 	}
-	return out
+	return dst
+}
+
+// result is r in the forms of the redlock.Node contract. A string comes
+// as []byte, the form the lock reads, in one allocation (ToAny's string
+// would be copied again).
+func result(r rueidis.RedisResult) (any, error) {
+	if m, err := r.ToMessage(); err == nil && m.IsString() {
+		s, _ := m.ToString()
+		return []byte(s), nil
+	}
+	return reply(r.ToAny())
 }
 
 // reply turns rueidis's result into the redlock.Node contract: a nil reply

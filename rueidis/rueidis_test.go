@@ -37,19 +37,21 @@ func TestMain(m *testing.M) {
 
 // rueidisClient makes one rueidis client per node.
 var rueidisClient = conformance.Client{
-	Name: "rueidis",
-	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
-		clients := make([]rueidis.Client, len(addrs))
-		for i, a := range addrs {
-			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, ForceSingleClient: true, DisableCache: true})
-			if err != nil {
-				t.Fatalf("rueidis.NewClient: %v", err)
-			}
-			t.Cleanup(c.Close)
-			clients[i] = c
+	Name:  "rueidis",
+	Nodes: func(t *testing.T, addrs []string) []redlock.Node { return rueidisNodes(t, addrs) },
+}
+
+func rueidisNodes(tb testing.TB, addrs []string) []redlock.Node {
+	clients := make([]rueidis.Client, len(addrs))
+	for i, a := range addrs {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}, ForceSingleClient: true, DisableCache: true})
+		if err != nil {
+			tb.Fatalf("rueidis.NewClient: %v", err)
 		}
-		return redlockrueidis.Nodes(clients...)
-	},
+		tb.Cleanup(c.Close)
+		clients[i] = c
+	}
+	return redlockrueidis.Nodes(clients...)
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, rueidisClient) }
@@ -64,3 +66,13 @@ func TestNilClient(t *testing.T) {
 		t.Fatalf("Nodes(nil) = %v, want a nil node", n)
 	}
 }
+
+// BenchmarkParallel is the bench tool's W2 over rueidis clients and over
+// the redigo path: run it with -benchmem, and with -cpuprofile to see where
+// the adapter spends its time.
+func BenchmarkParallel(b *testing.B) { conformance.BenchParallel(b, "rueidis", rueidisNodes) }
+
+// BenchmarkSequential is BenchmarkParallel with one goroutine (the bench
+// tool's W1). Its CPU times include the Go scheduler's spinning between
+// round trips; its commands and allocations per cycle are exact.
+func BenchmarkSequential(b *testing.B) { conformance.BenchSequential(b, "rueidis", rueidisNodes) }

@@ -31,17 +31,20 @@ func (c Client) factory(t *testing.T, addrs []string, opts ...redlock.Option) *r
 // Redigo is the root module's own client: one redlock.NewPool per node,
 // as redlock.PoolNode.
 var Redigo = Client{
-	Name: "redigo",
-	Nodes: func(t *testing.T, addrs []string) []redlock.Node {
-		nodes := make([]redlock.Node, len(addrs))
-		for i, a := range addrs {
-			p, err := redlock.NewPool("redis://" + a)
-			if err != nil {
-				t.Fatalf("NewPool: %v", err)
-			}
-			t.Cleanup(func() { p.Close() })
-			nodes[i] = redlock.PoolNode(p)
+	Name:  "redigo",
+	Nodes: func(t *testing.T, addrs []string) []redlock.Node { return redigoNodes(t, addrs) },
+}
+
+// redigoNodes are Redigo's nodes, for tests and benchmarks.
+func redigoNodes(tb testing.TB, addrs []string) []redlock.Node {
+	nodes := make([]redlock.Node, len(addrs))
+	for i, a := range addrs {
+		p, err := redlock.NewPool("redis://" + a)
+		if err != nil {
+			tb.Fatalf("NewPool: %v", err)
 		}
-		return nodes
-	},
+		tb.Cleanup(func() { p.Close() })
+		nodes[i] = redlock.PoolNode(p)
+	}
+	return nodes
 }
