@@ -34,6 +34,10 @@
 // on the shard of the channel's name while a release publishes on the
 // shard of the lock's key, so its waiters poll.
 //
+// A Store of sdlstore.NewFromNodes subscribes the same way: one PubSub per
+// instance, opened by its first SubscribeChannel and closed by its Close
+// (a *redis.Ring's node cannot: ErrSubscribeUnsupported).
+//
 // This is a module of its own (github.com/redlockplus/redlock/goredis), so
 // that go-redis stays out of the dependencies of package redlock.
 package redlockgoredis

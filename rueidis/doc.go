@@ -22,7 +22,9 @@
 // timeout while a node does not answer. On RESP3 (Redis 6 and later) the
 // PING checks the subscribed connection itself; rueidis runs RESP2
 // subscriptions on a connection of their own, which the PING does not
-// reach.
+// reach. A Store of sdlstore.NewFromNodes subscribes the same way: one
+// dedicated connection per instance, opened by its first SubscribeChannel
+// and closed by its Close.
 //
 // Create the clients with ForceSingleClient: true. Without it
 // rueidis.NewClient fails while its node is down, so that a service could

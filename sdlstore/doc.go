@@ -42,7 +42,10 @@
 // are dropped and counted (DroppedEvents) rather than stalling the
 // connection. A subscriber whose instance restarts, fails over or stops
 // answering dials again and resubscribes; events published while it was
-// disconnected are lost, as with any Redis pub/sub.
+// disconnected are lost, as with any Redis pub/sub. On a Store made by
+// NewFromNodes the connection is the client's own, opened by the node's
+// PubSub (redlock.PubSubNode), with the same health check, resubscription
+// and delivery.
 //
 // # Locks
 //
@@ -78,8 +81,10 @@
 // already runs go-redis or rueidis clients shares them with the SDL
 // (redlockgoredis.Nodes, redlockrueidis.Nodes): every operation runs
 // through Node.Do, with the same data, locks and published notifications,
-// but such a Store cannot subscribe (SubscribeChannel returns
-// ErrSubscribeUnsupported), since a Node carries no subscriber connection.
+// and subscriptions go over the connections that the nodes' PubSub opens.
+// A node that is not a redlock.PubSubNode (a redlock.PoolNode, a go-redis
+// Ring's) carries no subscriber connection: SubscribeChannel on its
+// instance returns ErrSubscribeUnsupported.
 //
 // # Observing
 //

@@ -44,10 +44,12 @@ var (
 	// held: never acquired, released, expired, or taken over by another
 	// owner. It also matches ErrRejectedByBackend, as in ricsdl.
 	ErrLockNotHeld error = &kind{msg: "sdlstore: lock not held", parent: ErrRejectedByBackend}
-	// ErrSubscribeUnsupported: SubscribeChannel on a Store made by
-	// NewFromNodes, whose nodes carry commands but no subscriber
-	// connection. It also matches ErrInvalidArgument: nothing was sent.
-	ErrSubscribeUnsupported error = &kind{msg: "sdlstore: subscribing needs a Store made by New or NewFromEnv", parent: ErrInvalidArgument}
+	// ErrSubscribeUnsupported: SubscribeChannel, on a Store made by
+	// NewFromNodes, for a namespace whose instance's node is not a
+	// redlock.PubSubNode: it carries commands but cannot open a
+	// subscriber connection. It also matches ErrInvalidArgument: nothing
+	// was sent.
+	ErrSubscribeUnsupported error = &kind{msg: "sdlstore: subscribing needs a pool or a redlock.PubSubNode", parent: ErrInvalidArgument}
 )
 
 // kind is a sentinel error that matches ErrSDL and, optionally, a parent.

@@ -53,7 +53,8 @@ func Example() {
 
 // A Store over the nodes of a lock factory. redlock.PoolNode stands in for
 // redlockgoredis.Nodes(rdb) or redlockrueidis.Nodes(rc), which share an
-// xApp's go-redis or rueidis clients the same way.
+// xApp's go-redis or rueidis clients the same way, but a PoolNode is no
+// redlock.PubSubNode: it cannot subscribe, where their nodes can.
 func ExampleNewFromNodes() {
 	ctx := context.Background()
 	pool, err := redlock.NewPool(exampleURL)

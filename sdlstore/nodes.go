@@ -8,6 +8,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/pubsub"
 )
 
 // NewFromNodes returns a Store over nodes, one redlock.Node per Redis
@@ -20,11 +21,16 @@ import (
 // see them all; the data, locks and notifications are the same bytes as
 // those of New.
 //
-// A Node carries commands only, so a Store made here cannot receive
-// notifications: SubscribeChannel returns ErrSubscribeUnsupported (the
-// *AndPublish operations publish as usual, and any other subscriber gets
-// their events). Health reports no sentinel: a client that follows a
-// sentinel (a go-redis failover client, for example) does that itself.
+// Notifications come over the client too: an instance whose node is a
+// redlock.PubSubNode (the nodes of the goredis and rueidis modules are,
+// but for a go-redis Ring) gets its subscriber connection from the node's
+// PubSub, which the Store health-checks, opens again and resubscribes
+// after a failure, and closes in Close, as it does a pool's. A node that
+// carries commands only cannot subscribe: SubscribeChannel on a namespace
+// of its instance returns ErrSubscribeUnsupported (the *AndPublish
+// operations publish as usual, and any other subscriber gets their
+// events). Health reports no sentinel: a client that follows a sentinel
+// (a go-redis failover client, for example) does that itself.
 //
 // It fails with ErrInvalidArgument for no nodes, a nil node, a node given
 // twice, or an invalid option. It does not dial: use IsActive to check the
@@ -115,3 +121,23 @@ type unreachableError struct{ err error }
 
 func (e unreachableError) Error() string { return e.err.Error() }
 func (e unreachableError) Unwrap() error { return e.err }
+
+// nodeOpener returns how the subscriber of n's instance opens a
+// connection: n's PubSub, as a pubsub.Conn.
+func nodeOpener(n redlock.PubSubNode) func(ctx context.Context) (pubsub.Conn, error) {
+	return func(ctx context.Context) (pubsub.Conn, error) {
+		c, err := n.PubSub(ctx)
+		if err != nil || c == nil {
+			return nil, err // the subscriber takes no connection and no error as a failed dial
+		}
+		return nodeConn{c}, nil
+	}
+}
+
+// nodeConn is a redlock.PubSubConn as a pubsub.Conn.
+type nodeConn struct{ redlock.PubSubConn }
+
+func (c nodeConn) Receive(ctx context.Context) (pubsub.Reply, error) {
+	r, err := c.PubSubConn.Receive(ctx)
+	return pubsub.Reply(r), err
+}

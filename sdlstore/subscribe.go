@@ -7,6 +7,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/pubsub"
 )
 
@@ -16,7 +17,10 @@ import (
 // channels of all the namespaces on it: a pubsub.Subscriber, which
 // health-checks it with PING, dials again with a growing pause when it
 // breaks or stops answering, and resubscribes every channel. Its reader
-// queues each message for delivery (events.go).
+// queues each message for delivery (events.go). The connection comes
+// from the instance's pool (Config.Dial) or, in a Store made by
+// NewFromNodes, from the node's PubSub (Config.Open, nodes.go): the same
+// Subscriber and the same delivery either way.
 //
 // Redis pub/sub delivers at most once: events published while the
 // subscriber was disconnected are lost and are not replayed. Applications
@@ -35,8 +39,11 @@ import (
 // must not call Close. Events that find the event queue full are dropped
 // (see WithEventQueue).
 //
-// A Store made by NewFromNodes has no subscriber connection: there
-// SubscribeChannel returns ErrSubscribeUnsupported.
+// On a Store made by NewFromNodes the subscriber connection comes from
+// the instance's node, which must be a redlock.PubSubNode (the nodes of
+// the goredis and rueidis modules are, but for a go-redis Ring): for a
+// namespace on any other node SubscribeChannel returns
+// ErrSubscribeUnsupported.
 func (s *Store) SubscribeChannel(ctx context.Context, ns string, cb func(channel string, events []string), channels ...string) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -51,7 +58,7 @@ func (s *Store) SubscribeChannel(ctx context.Context, ns string, cb func(channel
 	if err != nil {
 		return err
 	}
-	if s.inst(ns).node != nil {
+	if !canSubscribe(s.inst(ns)) {
 		return ErrSubscribeUnsupported
 	}
 	sb, err := s.subscriber(s.inst(ns))
@@ -149,7 +156,6 @@ func (s *Store) subscriber(in *instance) (*subscriber, error) {
 	}
 	sb := &subscriber{regs: make(map[string]*registration)}
 	cfg := pubsub.Config{
-		Dial:      s.subscriberDial(in),
 		Spawn:     s.spawn,
 		OnMessage: func(ch string, data []byte) { s.received(sb, ch, data) },
 		OnConnect: func(reconnect bool) { s.observeSubscriber(in, true, reconnect, nil) },
@@ -161,6 +167,11 @@ func (s *Store) subscriber(in *instance) (*subscriber, error) {
 		DialTimeout:    2 * s.cfg.healthInterval,
 		MinBackoff:     s.cfg.reconnectDelay,
 		MaxBackoff:     max(MaxReconnectDelay, s.cfg.reconnectDelay),
+	}
+	if n, ok := in.node.(redlock.PubSubNode); ok {
+		cfg.Open = nodeOpener(n)
+	} else {
+		cfg.Dial = s.subscriberDial(in)
 	}
 	if l := s.cfg.logger; l != nil {
 		cfg.Logger = l.With("instance", in.index)
@@ -174,8 +185,18 @@ func (s *Store) subscriber(in *instance) (*subscriber, error) {
 	return sb, nil
 }
 
-// subscriberDial returns how the instance's subscriber gets a connection:
-// from the instance's pool, checked with PING, since pooled connections
+// canSubscribe reports whether the instance can have a subscriber: it has
+// a pool, or its node is a redlock.PubSubNode.
+func canSubscribe(in *instance) bool {
+	if in.node == nil {
+		return true
+	}
+	_, ok := in.node.(redlock.PubSubNode)
+	return ok
+}
+
+// subscriberDial returns how the subscriber of a pool's instance gets a
+// connection: from the pool, checked with PING, since pooled connections
 // from before a restart fail once each.
 func (s *Store) subscriberDial(in *instance) func(ctx context.Context) (redis.Conn, error) {
 	return func(ctx context.Context) (redis.Conn, error) {

@@ -34,18 +34,25 @@ var cases []testCase
 
 // Run runs every case of the suite as a subtest of t, on stores made by
 // start.
-func Run(t *testing.T, start Start) { run(t, start, true) }
+func Run(t *testing.T, start Start) {
+	run(t, func(t *testing.T, n int, opts ...sdlstore.Option) (*sdlstore.Store, []string, bool) {
+		s, addrs := start(t, n, opts...)
+		return s, addrs, true
+	})
+}
 
-// run runs the cases; without subscribe (RunNodes) each case that
-// subscribes is replaced by testSubscribeUnsupported.
-func run(t *testing.T, start Start, subscribe bool) {
+// run runs the cases on stores made by start, which also reports whether
+// the store can subscribe; on one that cannot (RunNodes over nodes that
+// are not PubSubNodes) each case that subscribes is replaced by
+// testSubscribeUnsupported.
+func run(t *testing.T, start func(t *testing.T, n int, opts ...sdlstore.Option) (*sdlstore.Store, []string, bool)) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, n := range tc.instances {
 				t.Run(strconv.Itoa(n)+"instances", func(t *testing.T) {
-					s, addrs := start(t, n, tc.opts...)
+					s, addrs, subscribes := start(t, n, tc.opts...)
 					e := &env{t: t, s: s, addrs: addrs}
-					if tc.subscribes && !subscribe {
+					if tc.subscribes && !subscribes {
 						testSubscribeUnsupported(t, e)
 						return
 					}
