@@ -20,6 +20,7 @@ type Factory struct {
 	o        *owner
 	ext      *extender
 	wake     *waker      // nil: blocked Acquire calls poll
+	det      *detector   // nil: loss detection off (tracking.go)
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 
 	closeOnce sync.Once
@@ -195,6 +196,10 @@ func (f *Factory) close() error {
 	f.ext.stop()
 	if f.wake != nil {
 		f.wake.close()
+	}
+	if f.det != nil {
+		f.det.close()
+		f.det.untrack()
 	}
 	f.stopTransports()
 	f.o.waitAll()

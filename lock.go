@@ -351,6 +351,7 @@ func (l *Lock) startHolding(h *holding) error {
 	h.mu.Lock()
 	h.begun = monotonic()
 	h.expiry = time.AfterFunc(time.Until(h.validUntil), func() { l.expire(h) })
+	sent := h.validUntil.Add(l.cfg.drift() - l.cfg.ttl) // the attempt's start
 	h.mu.Unlock()
 	if err := l.f.o.hold(h, l); err != nil {
 		h.end(ErrClosed)
@@ -360,6 +361,9 @@ func (l *Lock) startHolding(h *holding) error {
 	l.mu.Lock()
 	l.cur = h
 	l.mu.Unlock()
+	if d := l.f.det; d != nil {
+		d.watch(l, h, sent)
+	}
 	if *l.cfg.autoextend {
 		l.f.ext.schedule(l, h, l.cfg.autoextendTimeout)
 	}
@@ -396,6 +400,9 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 		return false
 	}
 	l.f.o.unhold(h)
+	if d := l.f.det; d != nil {
+		d.unwatch(l.name, h)
+	}
 	l.f.ext.wake() // the schedule drops h now
 	return true
 }
