@@ -88,6 +88,9 @@ func (n *node) setup(ctx context.Context, c redis.Conn) error {
 		if err := c.Send("CLIENT", "TRACKING", "on", "REDIRECT", redirect, "NOLOOP"); err != nil {
 			return err
 		}
+		if err := c.Send("CLIENT", "LIST", "ID", redirect); err != nil {
+			return err
+		}
 	}
 	if err := c.Send("INFO", "server"); err != nil {
 		return err
@@ -105,11 +108,9 @@ func (n *node) setup(ctx context.Context, c redis.Conn) error {
 		return err
 	}
 	if n.det != nil {
-		// A refused redirect (the subscriber has just gone) is no failure
-		// of the connection: the subscriber's return turns tracking on.
 		var trackErr error
 		if redirect != 0 {
-			_, trackErr = redis.String(replies[len(allScripts)], nil)
+			trackErr = n.det.checkRedirect(ctx, c, replies[len(allScripts)], replies[len(allScripts)+1])
 		}
 		n.det.setUp(n.index, redirect, trackErr)
 	}

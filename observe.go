@@ -426,10 +426,10 @@ func (c *command) opName() string {
 	switch {
 	case c.script == releaseScript:
 		return "release"
+	case c.script == acquireScript, c.name == "SET": // the acquire script is SET NX PX with a read
+		return "set"
 	case c.script != nil:
 		return c.script.name
-	case c.name == "SET":
-		return "set"
 	}
 	return "pttl"
 }

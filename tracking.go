@@ -2,8 +2,10 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +49,10 @@ type detector struct {
 	o           *owner
 	nodeTimeout time.Duration
 	configs     []pubsub.Config // one per node; nil when a node cannot dial
+	// name is the client name of the subscriber connections, unique to the
+	// factory: a command connection checks that its redirect target bears
+	// it, since a client id names another client after a server restart.
+	name string
 
 	mu      sync.Mutex
 	started bool
@@ -87,6 +93,7 @@ func newDetector(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slo
 		o:           o,
 		nodeTimeout: nodeTimeout,
 		configs:     make([]pubsub.Config, len(nodes)),
+		name:        "redlock-invalidations-" + newToken(),
 		dialled:     make([]int64, len(nodes)),
 		ids:         make([]int64, len(nodes)),
 		watched:     map[string]watch{},
@@ -121,14 +128,19 @@ func newDetector(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slo
 	return d
 }
 
-// dial opens node i's subscriber connection and learns its client id, the
-// target of the command connection's redirect.
+// dial opens node i's subscriber connection, names it, and learns its
+// client id, the target of the command connection's redirect, in one round
+// trip.
 func (d *detector) dial(ctx context.Context, i int, dial func(context.Context) (redis.Conn, error)) (redis.Conn, error) {
 	c, err := dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	id, err := redis.Int64(redis.DoContext(c, ctx, "CLIENT", "ID"))
+	err = c.Send("CLIENT", "SETNAME", d.name)
+	var id int64
+	if err == nil { // reads both replies; fails with SETNAME's error reply too
+		id, err = redis.Int64(redis.DoContext(c, ctx, "CLIENT", "ID"))
+	}
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -242,6 +254,31 @@ func (d *detector) redirect(i int) int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ids[i]
+}
+
+// errMisdirected: the client a new command connection was redirected to
+// is not a subscriber of this factory (the server restarted, and the id
+// names another client now).
+var errMisdirected = errors.New("redlock: the tracking redirect names a client that is not the factory's subscriber")
+
+// checkRedirect reads the replies to CLIENT TRACKING on REDIRECT and to
+// CLIENT LIST ID of its target, sent by node.setup on a new command
+// connection before any other command. A refused redirect (the subscriber
+// has just gone) is no failure of the connection: the subscriber's return
+// turns tracking on. A target that is not the factory's subscriber would
+// receive the invalidations: tracking is turned off again at once, before
+// the connection reads any key.
+func (d *detector) checkRedirect(ctx context.Context, c redis.Conn, tracking, target any) error {
+	if _, err := redis.String(tracking, nil); err != nil {
+		return err
+	}
+	if line, _ := redis.String(target, nil); strings.Contains(line, " name="+d.name+" ") {
+		return nil
+	}
+	if _, err := redis.DoContext(c, ctx, "CLIENT", "TRACKING", "off"); err != nil {
+		return err
+	}
+	return errMisdirected
 }
 
 // setUp records that node i has a new command connection, on which
