@@ -18,9 +18,11 @@ import (
 // A lock can be lost at any time: its validity may run out (a process pause,
 // an extension that could not reach a quorum) or its keys may vanish (a node
 // restart without persistence). Done is closed and Err returns ErrLockLost
-// once the loss is detected: at the next extension or CheckTimes, or when
-// the validity runs out. Work that must not outlive the lock should watch
-// Done, or run under Factory.Do.
+// once the loss is detected: within a round trip of the change of its keys
+// on a node for a Factory's lock with loss detection (WithLossDetection),
+// otherwise at the next extension or CheckTimes, or when the validity runs
+// out. Work that must not outlive the lock should watch Done, or run under
+// Factory.Do.
 //
 // A Lock may be reused after Release. Its methods are safe for concurrent
 // use, but it is one holder: a second Acquire while held is an

@@ -162,7 +162,8 @@ func WithWakeups(on bool) Option {
 // NewFactoryFromNodes over PoolNodes of *redis.Pool); with
 // WithPipelining(false), other Pool types, or nodes of other clients it
 // does nothing, and a loss is noticed as before. Off, no connection is
-// added and the lock commands are those of earlier versions. Like
+// added, tracking stays off and a plain attempt is SET NX PX (on, it is
+// the acquire script, which also reads the key: still one command). Like
 // WithPipelining, it is factory-level: giving it to one lock is an
 // ErrInvalidArgument.
 func WithLossDetection(on bool) Option {
