@@ -19,8 +19,13 @@ import (
 const invalidateChannel = "__redis__:invalidate"
 
 // maxCheckBatch bounds the names of one check_many call, as maxExtendBatch
-// bounds an extension batch.
-const maxCheckBatch = 1000
+// bounds an extension batch; maxCheckRounds bounds the calls the worker
+// has in flight at once, so that a flush of many locks waits about one
+// node timeout for a node that does not answer, not one per batch.
+const (
+	maxCheckBatch  = 1000
+	maxCheckRounds = 16
+)
 
 // detector notices within a round trip that a held lock's keys were
 // deleted, expired or overwritten on a node (WithLossDetection), through
@@ -337,7 +342,8 @@ func (d *detector) work() {
 			d.track(retrack, ids)
 			continue
 		}
-		batch := make([]watch, 0, min(len(d.pending), maxCheckBatch))
+		var batches [][]watch
+		var batch []watch
 		for name := range d.pending {
 			delete(d.pending, name)
 			if w, ok := d.watched[name]; ok {
@@ -346,13 +352,17 @@ func (d *detector) work() {
 				}
 			}
 			if len(batch) >= maxCheckBatch {
-				break
+				batches, batch = append(batches, batch), nil
+				if len(batches) == maxCheckRounds {
+					break
+				}
 			}
 		}
-		d.mu.Unlock()
 		if len(batch) > 0 {
-			d.check(batch)
+			batches = append(batches, batch)
 		}
+		d.mu.Unlock()
+		d.check(batches)
 	}
 }
 
@@ -388,38 +398,50 @@ func judgeOK(v any) reply {
 	return reply{ok: err == nil, err: err}
 }
 
-// check asks every node whether it still holds each lock of the batch, in
-// one call per node, and ends the holdings that a quorum no longer holds.
-// A check that cannot decide (nodes did not answer) leaves the holding to
-// its extension and its validity.
-func (d *detector) check(batch []watch) {
-	args := make([]any, 0, 2+2*len(batch))
-	args = append(args, checkManyScript.hashArg, len(batch))
-	for _, w := range batch {
-		args = append(args, w.l.nameArg)
-	}
-	for _, w := range batch {
-		args = append(args, w.h.arg)
-	}
-	cmd := command{script: checkManyScript, args: args, judge: judgeList(len(batch))}
+// check asks every node whether it still holds each lock of the batches,
+// in one call per node and batch, all sent at once, and ends the holdings
+// that a quorum no longer holds. A check that cannot decide (nodes did not
+// answer) leaves the holding to its extension and its validity.
+func (d *detector) check(batches [][]watch) {
 	fan := fanout{nodes: d.nodes, quorum: len(d.nodes), nodeTimeout: d.nodeTimeout, dying: d.o.dying}
-	r := fan.run(context.Background(), &cmd, true)
-	for i, w := range batch {
-		held := 0
-		r.each(func(_ *node, rep *reply) {
-			if rep.err == nil && rep.raw.([]int64)[i] == 1 {
-				held++
-			}
-		})
-		if refused := len(r.all) - len(r.errs) - held; refused > len(d.nodes)-w.l.cfg.quorum {
-			w.l.lose(w.h, LossDetected, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d (checked after a change of its key)",
-				ErrLockLost, w.l.name, held, len(d.nodes), w.l.cfg.quorum))
+	rounds := make([]round, len(batches))
+	for k, batch := range batches {
+		args := make([]any, 0, 2+2*len(batch))
+		args = append(args, checkManyScript.hashArg, len(batch))
+		for _, w := range batch {
+			args = append(args, w.l.nameArg)
 		}
+		for _, w := range batch {
+			args = append(args, w.h.arg)
+		}
+		rounds[k] = fan.send(context.Background(), &command{script: checkManyScript, args: args, judge: judgeList(len(batch))})
 	}
-	r.free()
+	for k, batch := range batches {
+		r := &rounds[k]
+		fan.wait(context.Background(), r, true)
+		for i, w := range batch {
+			d.decide(w, r, i)
+		}
+		r.free()
+	}
 	d.mu.Lock()
-	d.checks++
+	d.checks += len(batches)
 	d.mu.Unlock()
+}
+
+// decide ends w's holding when more nodes refused lock i of check round r
+// than a quorum allows.
+func (d *detector) decide(w watch, r *round, i int) {
+	held := 0
+	r.each(func(_ *node, rep *reply) {
+		if rep.err == nil && rep.raw.([]int64)[i] == 1 {
+			held++
+		}
+	})
+	if refused := len(r.all) - len(r.errs) - held; refused > len(d.nodes)-w.l.cfg.quorum {
+		w.l.lose(w.h, LossDetected, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d (checked after a change of its key)",
+			ErrLockLost, w.l.name, held, len(d.nodes), w.l.cfg.quorum))
+	}
 }
 
 // untrack turns tracking off on the command connections where it was
@@ -451,6 +473,9 @@ func (d *detector) close() {
 	for _, s := range subs {
 		s.Close()
 	}
+	d.mu.Lock()
+	clear(d.ids) // a command connection dialled from now on turns no tracking on
+	d.mu.Unlock()
 }
 
 // state reports, for tests, whether tracking is on towards a live
