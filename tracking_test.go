@@ -134,7 +134,7 @@ func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
 	l := heldLock(t, f, "detect-own")
 	var autoMu sync.Mutex
 	autoExtended := 0
-	short := f.NewLock("detect-own-auto", redlock.WithTTL(600*time.Millisecond),
+	short := f.NewLock("detect-own-auto", redlock.WithTTL(2*time.Second),
 		redlock.WithObserver(redlock.Observer{Extended: func(e redlock.ExtendEvent) {
 			if e.Auto && e.OK {
 				autoMu.Lock()
@@ -151,7 +151,10 @@ func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "two autoextensions", func() bool {
+	waitFor(t, 20*time.Second, "two autoextensions", func() bool {
+		if err := short.Err(); err != nil {
+			t.Fatalf("the autoextended lock ended: %v", err)
+		}
 		autoMu.Lock()
 		defer autoMu.Unlock()
 		return autoExtended >= 2
