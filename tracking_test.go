@@ -318,3 +318,39 @@ func TestLossDetectionOff(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestLossDetectionRecipes acquires, once tracking is up, a fenced lock, a
+// multi-lock and a writer: their own scripts (acquire_fenced, multi_set,
+// rw_write) must read the key after writing it, or the deletes below go
+// unheard, since no re-check reads them.
+func TestLossDetectionRecipes(t *testing.T) {
+	c, f := factory(t)
+	heldLock(t, f, "detect-recipes-warm-up")
+	ctx := ctxT(t, 10*time.Second)
+	noExtend := redlock.WithAutoextend(false)
+	fenced := f.NewLock("detect-fenced", redlock.WithFencing(true), noExtend)
+	multi := f.NewMultiLock([]string{"detect-m1", "detect-m2"}, noExtend)
+	writer := f.NewWriteLock("detect-rw", noExtend)
+	for _, l := range []redlock.Locker{fenced, multi, writer} {
+		if _, err := l.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := detectionReady(t, f, 0, 0)
+	for _, n := range c.Nodes[1:] {
+		n.Do("DEL", "detect-fenced", "detect-m2", "detect-rw:rw:w")
+	}
+	for _, l := range []redlock.Locker{fenced, multi, writer} {
+		select {
+		case <-l.Done():
+		case <-time.After(detectBound):
+			t.Fatalf("%s: Done still open %v after its key left a quorum", l.Name(), detectBound)
+		}
+		if err := l.Err(); !errors.Is(err, redlock.ErrLockLost) {
+			t.Fatalf("%s: Err = %v, want ErrLockLost", l.Name(), err)
+		}
+	}
+	if st := redlock.LossDetectionOf(f); st.Checks == before.Checks {
+		t.Fatalf("no check ran: %+v", st)
+	}
+}
