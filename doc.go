@@ -29,10 +29,13 @@
 //
 // A Lock is extended in the background at 3/4 of its validity by default
 // (the autoextender). Its Done channel is closed and its Err returns
-// ErrLockLost once the loss of the lock is detected: by an extension that
-// finds the token gone from a quorum (about 3/4 of the validity after the
-// last one: 90 s at the default TTL), by a CheckTimes that does, or when its
-// validity runs out without extension. Factory.Do runs a function under a
+// ErrLockLost once the loss of the lock is detected: within a round trip of
+// its keys being deleted, expired or overwritten on a quorum, for a
+// Factory's lock with loss detection (WithLossDetection, on by default for
+// pipelined *redis.Pool nodes); otherwise by an extension that finds the
+// token gone from a quorum (about 3/4 of the validity after the last one:
+// 90 s at the default TTL), by a CheckTimes that does, or when its validity
+// runs out without extension. Factory.Do runs a function under a
 // lock with a context that is cancelled on loss, and releases the lock when
 // the function returns or panics.
 //
@@ -67,7 +70,8 @@
 // Locks made by a Factory share its machinery: one auto-pipelined
 // connection per node (WithPipelining), one subscriber per node that wakes
 // blocked Acquire calls when their lock is released (WithWakeups), one
-// goroutine that extends all autoextending locks in batches, one script call
+// more per node that hears the changes of held locks' keys
+// (WithLossDetection), one goroutine that extends all autoextending locks in batches, one script call
 // per node, and one bounded queue per node for deletes that have to be
 // retried. The factory owns every goroutine: Close refuses new work, ends
 // in-flight and blocked Acquire calls with ErrClosed (they give up what they

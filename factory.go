@@ -20,6 +20,7 @@ type Factory struct {
 	o        *owner
 	ext      *extender
 	wake     *waker      // nil: blocked Acquire calls poll
+	det      *detector   // nil: loss detection off (tracking.go)
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 
 	shapesMu sync.Mutex
@@ -198,6 +199,10 @@ func (f *Factory) close() error {
 	f.ext.stop()
 	if f.wake != nil {
 		f.wake.close()
+	}
+	if f.det != nil {
+		f.det.close()
+		f.det.untrack()
 	}
 	f.stopTransports()
 	f.o.waitAll()

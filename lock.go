@@ -18,9 +18,11 @@ import (
 // A lock can be lost at any time: its validity may run out (a process pause,
 // an extension that could not reach a quorum) or its keys may vanish (a node
 // restart without persistence). Done is closed and Err returns ErrLockLost
-// once the loss is detected: at the next extension or CheckTimes, or when
-// the validity runs out. Work that must not outlive the lock should watch
-// Done, or run under Factory.Do.
+// once the loss is detected: within a round trip of the change of its keys
+// on a node for a Factory's lock with loss detection (WithLossDetection),
+// otherwise at the next extension or CheckTimes, or when the validity runs
+// out. Work that must not outlive the lock should watch Done, or run under
+// Factory.Do.
 //
 // A Lock may be reused after Release. Its methods are safe for concurrent
 // use, but it is one holder: a second Acquire while held is an
@@ -351,6 +353,7 @@ func (l *Lock) validity(r round) time.Duration {
 func (l *Lock) startHolding(h *holding) error {
 	h.mu.Lock()
 	h.begun = monotonic()
+	sent := processStart.Add(h.validUntil + l.cfg.drift() - l.cfg.ttl) // the attempt's start
 	h.mu.Unlock()
 	if err := l.f.o.hold(h, l); err != nil {
 		h.end(ErrClosed)
@@ -361,6 +364,9 @@ func (l *Lock) startHolding(h *holding) error {
 	l.cur = h
 	l.mu.Unlock()
 	l.f.ext.add(h, *l.cfg.autoextend, l.cfg.autoextendTimeout)
+	if d := l.f.det; d != nil {
+		d.watch(l, h, sent)
+	}
 	return nil
 }
 
@@ -398,6 +404,9 @@ func (l *Lock) endHolding(h *holding, cause error) bool {
 	}
 	l.f.o.unhold(h)
 	l.f.ext.drop(h)
+	if d := l.f.det; d != nil {
+		d.unwatch(l.name, h)
+	}
 	return true
 }
 

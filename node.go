@@ -21,6 +21,7 @@ type node struct {
 	tr      transport
 	cleaner *cleaner
 	set     *nodeSet
+	det     *detector // loss detection; nil when off
 
 	// scripts has the bit of every script known to have run on the node
 	// (pool transport), so that only a script lost later counts as
@@ -69,12 +70,25 @@ func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
 	}
 }
 
-// setup prepares a new pipelined connection: it loads the scripts and
-// learns which server answers, in one round trip, so that a distant node
-// gets a connection as soon as a near one.
+// setup prepares a new pipelined connection: it loads the scripts, turns
+// client-side-caching tracking on for loss detection when its subscriber
+// is up (tracking.go), and learns which server answers, in one round trip,
+// so that a distant node gets a connection as soon as a near one.
 func (n *node) setup(ctx context.Context, c redis.Conn) error {
 	for _, src := range scriptSources() {
 		if err := c.Send("SCRIPT", "LOAD", src); err != nil {
+			return err
+		}
+	}
+	var redirect int64
+	if n.det != nil {
+		redirect = n.det.redirect(n.index)
+	}
+	if redirect != 0 {
+		if err := c.Send("CLIENT", "TRACKING", "on", "REDIRECT", redirect, "NOLOOP"); err != nil {
+			return err
+		}
+		if err := c.Send("CLIENT", "LIST", "ID", redirect); err != nil {
 			return err
 		}
 	}
@@ -85,12 +99,22 @@ func (n *node) setup(ctx context.Context, c redis.Conn) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range replies[:len(replies)-1] {
+	for _, r := range replies[:len(allScripts)] {
 		if e, ok := r.(redis.Error); ok {
 			return e
 		}
 	}
-	return n.identified(identityOf(replies[len(replies)-1], n.index))
+	if err := n.identified(identityOf(replies[len(replies)-1], n.index)); err != nil {
+		return err
+	}
+	if n.det != nil {
+		var trackErr error
+		if redirect != 0 {
+			trackErr = n.det.checkRedirect(ctx, c, replies[len(allScripts)], replies[len(allScripts)+1])
+		}
+		n.det.setUp(n.index, redirect, trackErr)
+	}
+	return nil
 }
 
 // identityOf reads the run_id from a reply to INFO server. A server that

@@ -96,6 +96,9 @@ func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
 	if check.wakeups {
 		f.wake = newWaker(nodes, check.nodeTimeout, f.o, cfg.logger)
 	}
+	if check.lossDetection && check.pipelining && allPools(nodes) {
+		f.det = newDetector(f.nodes, check.nodeTimeout, f.o, cfg.logger)
+	}
 	return f, nil
 }
 

@@ -132,9 +132,12 @@ const (
 	// LossWithSet: another name of the same MultiLock was lost (or could
 	// not be kept), so the set gave this one up.
 	LossWithSet
+	// LossDetected: loss detection (WithLossDetection) heard that the key
+	// changed on a node, and its check found the token gone from a quorum.
+	LossDetected
 )
 
-var lossNames = [...]string{"expired", "extend_refused", "check_refused", "with_set"}
+var lossNames = [...]string{"expired", "extend_refused", "check_refused", "with_set", "detected"}
 
 // String returns the cause as a lower-case metric attribute value.
 func (c LossCause) String() string {
@@ -423,10 +426,10 @@ func (c *command) opName() string {
 	switch {
 	case c.script == releaseScript:
 		return "release"
+	case c.script == acquireScript, c.name == "SET": // the acquire script is SET NX PX with a read
+		return "set"
 	case c.script != nil:
 		return c.script.name
-	case c.name == "SET":
-		return "set"
 	}
 	return "pttl"
 }

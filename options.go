@@ -50,6 +50,7 @@ type config struct {
 	observer          *Observer // nil: none (observe.go)
 	pipelining        bool      // factory-level
 	wakeups           bool      // factory-level
+	lossDetection     bool      // factory-level (tracking.go)
 	factoryOnly       string    // the first factory-level option given, by name
 }
 
@@ -61,6 +62,8 @@ func defaultConfig() config {
 		driftFactor: DefaultDriftFactor,
 		pipelining:  true,
 		wakeups:     true,
+
+		lossDetection: true,
 	}
 }
 
@@ -148,6 +151,33 @@ func WithWakeups(on bool) Option {
 func (c *config) factoryOnlyGiven(name string) {
 	if c.factoryOnly == "" {
 		c.factoryOnly = name
+	}
+}
+
+// WithLossDetection sets whether a Factory's held locks learn within
+// milliseconds that their keys were deleted, expired or overwritten on a
+// quorum of nodes (true, the default), instead of at their next extension
+// or CheckTimes. It uses Redis client-side caching in RESP2 redirect mode:
+// per node, one more subscriber connection listens on
+// __redis__:invalidate, and the factory's command connection runs CLIENT
+// TRACKING on REDIRECT to it, so the node announces every change of a key
+// the lock wrote. An announced change is checked on every node, for many
+// locks at once; when fewer than a quorum still hold the token, the
+// holding ends with ErrLockLost (Done closes), as after a refused
+// extension. It is a hint that shortens the time to notice a loss; the
+// guarantee is still the validity (docs/SAFETY.md). It works on the
+// pipelined path of NewFactory and NewFactoryFromURLs (and
+// NewFactoryFromNodes over PoolNodes of *redis.Pool); with
+// WithPipelining(false), other Pool types, or nodes of other clients it
+// does nothing, and a loss is noticed as before. Off, no connection is
+// added, tracking stays off and a plain attempt is SET NX PX (on, it is
+// the acquire script, which also reads the key: still one command). Like
+// WithPipelining, it is factory-level: giving it to one lock is an
+// ErrInvalidArgument.
+func WithLossDetection(on bool) Option {
+	return func(c *config) {
+		c.lossDetection = on
+		c.factoryOnlyGiven("WithLossDetection")
 	}
 }
 

@@ -31,6 +31,18 @@ func TestCleanupBoundedDuringOutage(t *testing.T) {
 			if _, err := f.Inspect(ctx, "warm-up"); err != nil {
 				t.Fatal(err)
 			}
+			// A held lock starts the loss detector's subscribers, a fixed
+			// cost per node like the connections: in the base count.
+			warm := f.NewLock("warm-up")
+			if _, err := warm.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := warm.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if redlock.LossDetectionOf(f).On {
+				waitFor(t, 10*time.Second, "the loss detector's subscribers", func() bool { return redlock.LossDetectionOf(f).Idle })
+			}
 			base := runtime.NumGoroutine()
 			c.Nodes[2].Pause()
 			resumed := false

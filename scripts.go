@@ -32,11 +32,13 @@ type script struct {
 }
 
 var (
+	acquireScript       = loadScript("acquire")
 	releaseScript       = loadScript("release")
 	releaseManyScript   = loadScript("release_many")
 	extendScript        = loadScript("extend")
 	extendManyScript    = loadScript("extend_many")
 	checkScript         = loadScript("check")
+	checkManyScript     = loadScript("check_many")
 	inspectScript       = loadScript("inspect")
 	acquireFencedScript = loadScript("acquire_fenced")
 	fenceCommitScript   = loadScript("fence_commit")
@@ -46,7 +48,7 @@ var (
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
+var allScripts = []*script{acquireScript, releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, checkManyScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
 
 func init() {
 	for i, s := range allScripts {

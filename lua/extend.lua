@@ -1,7 +1,9 @@
 -- Resets the key's expiry iff it holds the caller's token ("bump" in
 -- redlock_plus). KEYS[1] lock name, ARGV[1] token, ARGV[2] ttl in ms.
--- Returns 1 if extended, else 0.
+-- Returns 1 if extended, else 0. The key is read after the write, so that
+-- a tracking connection (loss detection) keeps tracking it.
 if redis.pcall("GET", KEYS[1]) == ARGV[1] then
-	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	return redis.call("EXISTS", KEYS[1])
 end
 return 0

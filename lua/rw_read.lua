@@ -4,7 +4,8 @@
 -- lock key; its id is listed in the readers' set, where writers find it.
 -- KEYS[1] the reader's key, KEYS[2] the writer key, KEYS[3] the writer
 -- intent key, KEYS[4] the readers' set. ARGV[1] token, ARGV[2] ttl in ms,
--- ARGV[3] the reader's id. Returns 1 if registered, else 0.
+-- ARGV[3] the reader's id. Returns 1 if registered, else 0. The reader's
+-- key is read last, so that a tracking connection tracks it (acquire.lua).
 if redis.call("EXISTS", KEYS[2]) == 1 or redis.call("EXISTS", KEYS[3]) == 1 then
 	return 0
 end
@@ -12,4 +13,4 @@ if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	return 0
 end
 redis.call("SADD", KEYS[4], ARGV[3])
-return 1
+return redis.call("EXISTS", KEYS[1])

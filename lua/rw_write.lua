@@ -7,7 +7,8 @@
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] the writer's id, ARGV[4] the
 -- intent's ttl in ms, ARGV[5] the prefix of the readers' keys (their id
 -- follows). Reader keys are derived here, so this runs on standalone nodes,
--- not Redis Cluster. Returns 1 if taken, else 0.
+-- not Redis Cluster. Returns 1 if taken, else 0. The writer key is read
+-- last, so that a tracking connection tracks it (acquire.lua).
 if redis.call("EXISTS", KEYS[1]) == 1 then
 	return 0
 end
@@ -31,4 +32,4 @@ redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 if intent then
 	redis.call("DEL", KEYS[2])
 end
-return 1
+return redis.call("EXISTS", KEYS[1])

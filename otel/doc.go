@@ -19,7 +19,7 @@
 //	redlock.hold.duration     histogram, s: acquisition to release or loss, by redlock.end
 //	                          (released, closed, lost)
 //	redlock.extend            counter: extensions, by redlock.outcome (ok, failed)
-//	redlock.lost              counter: losses, by redlock.cause (expired, extend_refused, check_refused)
+//	redlock.lost              counter: losses, by redlock.cause (expired, extend_refused, check_refused, with_set, detected)
 //	redlock.node.errors       counter: node failures, by redlock.node (index), server.address
 //	                          and error.type (timeout, refused, error_reply, script_missing, other)
 //	redlock.waiters           up-down counter: Acquire calls waiting for a holder

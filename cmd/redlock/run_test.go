@@ -305,9 +305,9 @@ func readPid(t *testing.T, path string) int {
 }
 
 // TestRunLockLost deletes the lock's key on every node while the command
-// runs: redlock must notice at its next extension, stop the command's whole
-// process group (SIGTERM, then SIGKILL for a command that ignores it), and
-// exit 76.
+// runs: redlock must notice (by loss detection, or at its next extension),
+// stop the command's whole process group (SIGTERM, then SIGKILL for a
+// command that ignores it), and exit 76.
 func TestRunLockLost(t *testing.T) {
 	c := redistest.Start(t, 3)
 	for _, tc := range []struct {

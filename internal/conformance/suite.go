@@ -450,7 +450,7 @@ func do(t *testing.T, c Client) {
 		for _, nd := range cl.Nodes {
 			nd.Do("DEL", "do")
 		}
-		<-fnCtx.Done() // the next extension finds the keys gone
+		<-fnCtx.Done() // the next extension (or loss detection) finds the keys gone
 		return nil
 	}, redlock.WithTTL(400*time.Millisecond))
 	if !errors.Is(err, redlock.ErrLockLost) {

@@ -41,6 +41,13 @@ type Config struct {
 	// of a channel unsubscribed meanwhile is not delivered, but one whose
 	// delivery began may end after Unsubscribe returned. Default: ignore.
 	OnMessage func(channel string, data []byte)
+	// OnKeys receives, like OnMessage, every message of a channel in the
+	// set whose payload is an array of keys rather than a string: the
+	// invalidations of Redis client-side caching on __redis__:invalidate
+	// (CLIENT TRACKING in RESP2 redirect mode). keys is nil when the
+	// payload is nil: every key was invalidated (FLUSHALL, FLUSHDB).
+	// Default: ignore.
+	OnKeys func(channel string, keys []string)
 	// OnConfirm is told, in the reader goroutine, each time Redis confirmed
 	// a channel of the set on a connection (again after a reconnection).
 	// Default: none.

@@ -44,7 +44,7 @@
 //
 // # Callbacks
 //
-// OnMessage, OnConfirm and OnConnect run in the connection's reader
+// OnMessage, OnKeys, OnConfirm and OnConnect run in the connection's reader
 // goroutine, one at a time, in the order of the server's replies;
 // OnDisconnect runs in the Subscriber's own goroutine. They must return
 // quickly and must not wait for anything the reader provides: while one

@@ -12,6 +12,7 @@ type pushKind int
 const (
 	kindOther        pushKind = iota // a reply this package ignores (pattern replies)
 	kindMessage                      // a message on a subscribed channel
+	kindKeys                         // a message whose payload is an array of keys, or nil
 	kindSubscription                 // the answer to SUBSCRIBE or UNSUBSCRIBE, per channel
 	kindPong                         // the answer to PING
 )
@@ -21,6 +22,7 @@ type push struct {
 	kind    pushKind
 	channel string
 	data    []byte
+	keys    []string // kindKeys: the payload's keys; nil for a nil payload
 }
 
 // parsePush reads one reply. A connection with no subscription answers
@@ -56,6 +58,9 @@ func parseArray(v []any) (push, error) {
 		if len(v) == 3 && ok1 && ok2 {
 			return push{kind: kindMessage, channel: string(ch), data: data}, nil
 		}
+		if len(v) == 3 && ok1 {
+			return parseKeys(string(ch), v[2])
+		}
 	case "subscribe", "unsubscribe":
 		if ch, ok := v[1].([]byte); ok && len(v) == 3 {
 			return push{kind: kindSubscription, channel: string(ch)}, nil
@@ -66,4 +71,27 @@ func parseArray(v []any) (push, error) {
 		return push{kind: kindOther}, nil
 	}
 	return push{}, fmt.Errorf("%w: %q", ErrUnexpectedReply, v)
+}
+
+// parseKeys reads the payload of a message that is not a string: the
+// invalidations of Redis client-side caching in RESP2 redirect mode carry
+// an array of keys, or nil when every key was invalidated (FLUSHALL).
+func parseKeys(channel string, payload any) (push, error) {
+	p := push{kind: kindKeys, channel: channel}
+	if payload == nil {
+		return p, nil
+	}
+	arr, ok := payload.([]any)
+	if !ok {
+		return push{}, fmt.Errorf("%w: message payload %T", ErrUnexpectedReply, payload)
+	}
+	p.keys = make([]string, len(arr))
+	for i, k := range arr {
+		b, ok := k.([]byte)
+		if !ok {
+			return push{}, fmt.Errorf("%w: key %T in a message payload", ErrUnexpectedReply, k)
+		}
+		p.keys[i] = string(b)
+	}
+	return p, nil
 }

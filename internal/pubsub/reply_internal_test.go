@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
@@ -18,6 +19,10 @@ func TestParsePush(t *testing.T) {
 		err  error
 	}{
 		{"message", []any{b("message"), b("ch"), b("data")}, push{kind: kindMessage, channel: "ch", data: b("data")}, nil},
+		{"invalidation", []any{b("message"), b("__redis__:invalidate"), []any{b("k1"), b("k2")}}, push{kind: kindKeys, channel: "__redis__:invalidate", keys: []string{"k1", "k2"}}, nil},
+		{"flush invalidation", []any{b("message"), b("__redis__:invalidate"), nil}, push{kind: kindKeys, channel: "__redis__:invalidate"}, nil},
+		{"key not bulk", []any{b("message"), b("ch"), []any{int64(1)}}, push{}, ErrUnexpectedReply},
+		{"payload of another type", []any{b("message"), b("ch"), int64(1)}, push{}, ErrUnexpectedReply},
 		{"subscribe", []any{b("subscribe"), b("ch"), int64(1)}, push{kind: kindSubscription, channel: "ch"}, nil},
 		{"unsubscribe", []any{b("unsubscribe"), b("ch"), int64(0)}, push{kind: kindSubscription, channel: "ch"}, nil},
 		{"pong in subscribed mode", []any{b("pong"), b("")}, push{kind: kindPong}, nil},
@@ -32,7 +37,7 @@ func TestParsePush(t *testing.T) {
 		{"integer", int64(3), push{}, ErrUnexpectedReply},
 	} {
 		got, err := parsePush(tc.in)
-		if !errors.Is(err, tc.err) || got.kind != tc.want.kind || got.channel != tc.want.channel || string(got.data) != string(tc.want.data) {
+		if !errors.Is(err, tc.err) || got.kind != tc.want.kind || got.channel != tc.want.channel || string(got.data) != string(tc.want.data) || !slices.Equal(got.keys, tc.want.keys) || (got.keys == nil) != (tc.want.keys == nil) {
 			t.Errorf("%s: parsePush = %+v, %v; want %+v, %v", tc.name, got, err, tc.want, tc.err)
 		}
 	}

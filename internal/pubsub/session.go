@@ -114,6 +114,13 @@ func (ss *session) handle(p push) {
 		if ok && s.cfg.OnMessage != nil {
 			s.cfg.OnMessage(p.channel, p.data)
 		}
+	case kindKeys:
+		s.mu.Lock()
+		ok := s.set.delivers(p.channel)
+		s.mu.Unlock()
+		if ok && s.cfg.OnKeys != nil {
+			s.cfg.OnKeys(p.channel, p.keys)
+		}
 	case kindSubscription:
 		s.mu.Lock()
 		confirmed := s.set.reply(p.channel)

@@ -1,0 +1,491 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pubsub"
+)
+
+// invalidateChannel is where Redis sends the invalidations of client-side
+// caching in RESP2 redirect mode.
+const invalidateChannel = "__redis__:invalidate"
+
+// maxCheckBatch bounds the names of one check_many call, as maxExtendBatch
+// bounds an extension batch; maxCheckRounds bounds the calls the worker
+// has in flight at once, so that a flush of many locks waits about one
+// node timeout for a node that does not answer, not one per batch.
+const (
+	maxCheckBatch  = 1000
+	maxCheckRounds = 16
+)
+
+// detector notices within a round trip that a held lock's keys were
+// deleted, expired or overwritten on a node (WithLossDetection), through
+// Redis client-side caching in RESP2 redirect mode:
+//
+//   - per node, a subscriber connection of its own (internal/pubsub) is
+//     subscribed to __redis__:invalidate; its client id is read at dial;
+//   - the node's pipelined command connection runs CLIENT TRACKING on
+//     REDIRECT <that id> NOLOOP (at dial in node.setup, and again through
+//     the connection whenever the subscriber comes back with a new id), so
+//     the node sends the subscriber the name of every key the connection
+//     read that another client changes; NOLOOP leaves out the connection's
+//     own writes (extensions, releases);
+//   - the lock scripts read the key after writing it, since Redis tracks
+//     the keys a connection reads and a write ends that.
+//
+// An invalidation of a watched name queues the name; one goroutine of the
+// owner (the worker, running while names are queued) checks every queued
+// name on every node with one check_many call per node and batch, and
+// ends the holdings that fewer than a quorum of nodes still hold with
+// ErrLockLost. Invalidations lost while a subscriber or a command
+// connection was away are made up for: every watched name is checked again
+// once tracking is back, and the check's read tracks the key again.
+type detector struct {
+	nodes       []*node
+	o           *owner
+	nodeTimeout time.Duration
+	configs     []pubsub.Config // one per node; nil when a node cannot dial
+	// name is the client name of the subscriber connections, unique to the
+	// factory: a command connection checks that its redirect target bears
+	// it, since a client id names another client after a server restart.
+	name string
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	subs    []*pubsub.Subscriber
+	dialled []int64 // per node: the client id of the subscriber's latest dial
+	ids     []int64 // per node: the id of the subscriber that is up; 0 while down
+	retrack uint64  // nodes whose command connection must be redirected to ids
+	tracked uint64  // nodes whose command connection redirects to ids
+	enabled uint64  // nodes on which tracking was ever turned on
+	// since: when tracking was last (re)established on a node. A holding
+	// whose attempt began before it may have been read untracked, or
+	// tracked on a connection that is gone: watch checks it again.
+	since   time.Time
+	watched map[string]watch
+	pending map[string]struct{}
+	running bool // the worker
+
+	// For tests: keys invalidated (a flush counts one), check rounds run,
+	// subscriber connections made.
+	heard, checks, connects int
+}
+
+// watch is a holding whose key is watched, and any other live holding of
+// the same name (a stale one not yet found lost).
+type watch struct {
+	l    *Lock
+	h    *holding
+	next *watch
+}
+
+// newDetector returns a detector over the nodes whose pools can dial a
+// dedicated connection (*redis.Pool), or nil when none can. Its
+// subscribers start with the first held lock.
+func newDetector(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.Logger) *detector {
+	d := &detector{
+		nodes:       nodes,
+		o:           o,
+		nodeTimeout: nodeTimeout,
+		configs:     make([]pubsub.Config, len(nodes)),
+		name:        "redlock-invalidations-" + newToken(),
+		dialled:     make([]int64, len(nodes)),
+		ids:         make([]int64, len(nodes)),
+		watched:     map[string]watch{},
+		pending:     map[string]struct{}{},
+	}
+	usable := false
+	for i, n := range nodes {
+		dial := dialerOf(n.pool)
+		if dial == nil {
+			continue
+		}
+		usable = true
+		d.configs[i] = pubsub.Config{
+			Dial:           func(ctx context.Context) (redis.Conn, error) { return d.dial(ctx, i, dial) },
+			Spawn:          o.spawn,
+			OnKeys:         func(_ string, keys []string) { d.invalidated(keys) },
+			OnConnect:      func(bool) { d.connected(i) },
+			OnDisconnect:   func(error) { d.disconnected(i) },
+			HealthInterval: subscriberHealth,
+			DialTimeout:    max(nodeTimeout, minStall),
+			MinBackoff:     minSubscriberBackoff,
+			MaxBackoff:     maxSubscriberBackoff,
+			Logger:         logger,
+		}
+	}
+	if !usable {
+		return nil
+	}
+	for _, n := range nodes {
+		n.det = d
+	}
+	return d
+}
+
+// dial opens node i's subscriber connection, names it, and learns its
+// client id, the target of the command connection's redirect, in one round
+// trip.
+func (d *detector) dial(ctx context.Context, i int, dial func(context.Context) (redis.Conn, error)) (redis.Conn, error) {
+	c, err := dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = c.Send("CLIENT", "SETNAME", d.name)
+	var id int64
+	if err == nil { // reads both replies; fails with SETNAME's error reply too
+		id, err = redis.Int64(redis.DoContext(c, ctx, "CLIENT", "ID"))
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	d.mu.Lock()
+	d.dialled[i] = id
+	d.mu.Unlock()
+	return c, nil
+}
+
+// start makes the subscribers at the first watch; d.mu is held. A
+// subscriber the owner refuses (it is closing) is left out.
+func (d *detector) start() {
+	if d.started || d.closed {
+		return
+	}
+	d.started = true
+	for _, cfg := range d.configs {
+		if cfg.Dial == nil {
+			continue
+		}
+		if s, err := pubsub.New(cfg); err == nil {
+			_ = s.Subscribe(invalidateChannel) // fails only once closed
+			d.subs = append(d.subs, s)
+		}
+	}
+}
+
+// watch starts watching holding h of l, whose attempt began at sent. An
+// attempt that began before tracking was last re-established may have
+// been read untracked: it is checked at once, which tracks it.
+func (d *detector) watch(l *Lock, h *holding, sent time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.start()
+	w := watch{l: l, h: h}
+	if old, ok := d.watched[l.name]; ok {
+		w.next = &old
+	}
+	d.watched[l.name] = w
+	if !sent.After(d.since) {
+		d.pending[l.name] = struct{}{}
+		d.run()
+	}
+}
+
+// unwatch stops watching holding h of the lock name.
+func (d *detector) unwatch(name string, h *holding) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w, ok := d.watched[name]
+	if !ok {
+		return
+	}
+	var kept *watch
+	for p := &w; p != nil; p = p.next {
+		if p.h != h {
+			kept = &watch{l: p.l, h: p.h, next: kept}
+		}
+	}
+	if kept == nil {
+		delete(d.watched, name)
+		return
+	}
+	d.watched[name] = *kept
+}
+
+// invalidated queues the watched names among keys (every watched name for
+// nil: a flush) for a check. It runs in a subscriber's reader: it only
+// queues.
+func (d *detector) invalidated(keys []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.heard += max(len(keys), 1)
+	if keys == nil {
+		for name := range d.watched {
+			d.pending[name] = struct{}{}
+		}
+	}
+	for _, k := range keys {
+		if _, ok := d.watched[k]; ok {
+			d.pending[k] = struct{}{}
+		}
+	}
+	d.run()
+}
+
+// connected records that node i's subscriber is up and subscribed: the
+// command connection must be redirected to it, and every name checked.
+func (d *detector) connected(i int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids[i] = d.dialled[i]
+	d.retrack |= 1 << i
+	d.connects++
+	d.run()
+}
+
+// disconnected records that node i's subscriber is down: invalidations
+// of that node are lost until it is back.
+func (d *detector) disconnected(i int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids[i] = 0
+	d.tracked &^= 1 << i
+}
+
+// redirect returns the client id that node i's new command connection
+// must redirect its invalidations to, or 0 while the subscriber is down.
+func (d *detector) redirect(i int) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ids[i]
+}
+
+// errMisdirected: the client a new command connection was redirected to
+// is not a subscriber of this factory (the server restarted, and the id
+// names another client now).
+var errMisdirected = errors.New("redlock: the tracking redirect names a client that is not the factory's subscriber")
+
+// checkRedirect reads the replies to CLIENT TRACKING on REDIRECT and to
+// CLIENT LIST ID of its target, sent by node.setup on a new command
+// connection before any other command. A refused redirect (the subscriber
+// has just gone) is no failure of the connection: the subscriber's return
+// turns tracking on. A target that is not the factory's subscriber would
+// receive the invalidations: tracking is turned off again at once, before
+// the connection reads any key.
+func (d *detector) checkRedirect(ctx context.Context, c redis.Conn, tracking, target any) error {
+	if _, err := redis.String(tracking, nil); err != nil {
+		return err
+	}
+	if line, _ := redis.String(target, nil); strings.Contains(line, " name="+d.name+" ") {
+		return nil
+	}
+	if _, err := redis.DoContext(c, ctx, "CLIENT", "TRACKING", "off"); err != nil {
+		return err
+	}
+	return errMisdirected
+}
+
+// setUp records that node i has a new command connection, on which
+// tracking was turned on with redirect id unless id is 0 or err says it
+// failed (the subscriber is gone: its return turns it on). What the old
+// connection tracked is not tracked any more: every name is checked again.
+func (d *detector) setUp(i int, id int64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id != 0 {
+		d.enabled |= 1 << i
+	}
+	if id != 0 && err == nil && d.ids[i] == id {
+		d.tracked |= 1 << i
+	} else {
+		d.tracked &^= 1 << i
+	}
+	d.recheckAll()
+}
+
+// recheckAll queues every watched name and notes that tracking changed;
+// d.mu is held.
+func (d *detector) recheckAll() {
+	d.since = time.Now()
+	for name := range d.watched {
+		d.pending[name] = struct{}{}
+	}
+	d.run()
+}
+
+// run starts the worker when there is work and none runs; d.mu is held.
+func (d *detector) run() {
+	if d.running || d.closed || len(d.pending) == 0 && d.retrack == 0 {
+		return
+	}
+	d.running = d.o.spawn(d.work) // refused only once the owner closed
+}
+
+// work is the worker: it redirects the command connections whose
+// subscriber came back, then checks the queued names in batches, until
+// nothing is queued.
+func (d *detector) work() {
+	for {
+		d.mu.Lock()
+		if d.o.closing() || len(d.pending) == 0 && d.retrack == 0 {
+			clear(d.pending)
+			d.retrack = 0
+			d.running = false
+			d.mu.Unlock()
+			return
+		}
+		retrack, ids := d.retrack, append([]int64(nil), d.ids...)
+		d.retrack = 0
+		if retrack != 0 {
+			d.mu.Unlock()
+			d.track(retrack, ids)
+			continue
+		}
+		var batches [][]watch
+		var batch []watch
+		for name := range d.pending {
+			delete(d.pending, name)
+			if w, ok := d.watched[name]; ok {
+				for p := &w; p != nil; p = p.next {
+					batch = append(batch, *p)
+				}
+			}
+			if len(batch) >= maxCheckBatch {
+				batches, batch = append(batches, batch), nil
+				if len(batches) == maxCheckRounds {
+					break
+				}
+			}
+		}
+		if len(batch) > 0 {
+			batches = append(batches, batch)
+		}
+		d.mu.Unlock()
+		d.check(batches)
+	}
+}
+
+// track turns tracking on, redirected to ids, on the command connections
+// of the nodes in mask, then queues every name for a check: invalidations
+// were lost while the subscriber was away. The check is sent after the
+// CLIENT TRACKING on the same connection, so its read tracks the keys.
+func (d *detector) track(mask uint64, ids []int64) {
+	for i, n := range d.nodes {
+		if mask&(1<<i) == 0 || ids[i] == 0 {
+			continue
+		}
+		cmd := &command{name: "CLIENT", args: []any{"TRACKING", "on", "REDIRECT", ids[i], "NOLOOP"}, judge: judgeOK}
+		rep := n.do(d.o.life, cmd, d.nodeTimeout)
+		d.mu.Lock()
+		d.enabled |= 1 << i
+		if rep.err == nil && d.ids[i] == ids[i] {
+			d.tracked |= 1 << i
+		}
+		d.mu.Unlock()
+	}
+	d.mu.Lock()
+	d.recheckAll()
+	d.mu.Unlock()
+}
+
+// judgeOK accepts a simple OK reply.
+func judgeOK(v any) reply {
+	s, err := redis.String(v, nil)
+	if err == nil && s != "OK" {
+		err = fmt.Errorf("redlock: unexpected reply %q", s)
+	}
+	return reply{ok: err == nil, err: err}
+}
+
+// check asks every node whether it still holds each lock of the batches,
+// in one call per node and batch, all sent at once, and ends the holdings
+// that a quorum no longer holds. A check that cannot decide (nodes did not
+// answer) leaves the holding to its extension and its validity.
+func (d *detector) check(batches [][]watch) {
+	fan := fanout{nodes: d.nodes, quorum: len(d.nodes), nodeTimeout: d.nodeTimeout, dying: d.o.dying}
+	rounds := make([]round, len(batches))
+	for k, batch := range batches {
+		args := make([]any, 0, 2+2*len(batch))
+		args = append(args, checkManyScript.hashArg, len(batch))
+		for _, w := range batch {
+			args = append(args, w.l.nameArg)
+		}
+		for _, w := range batch {
+			args = append(args, w.h.arg)
+		}
+		rounds[k] = fan.send(context.Background(), &command{script: checkManyScript, args: args, judge: judgeList(len(batch))})
+	}
+	for k, batch := range batches {
+		r := &rounds[k]
+		fan.wait(context.Background(), r, true)
+		for i, w := range batch {
+			d.decide(w, r, i)
+		}
+		r.free()
+	}
+	d.mu.Lock()
+	d.checks += len(batches)
+	d.mu.Unlock()
+}
+
+// decide ends w's holding when more nodes refused lock i of check round r
+// than a quorum allows.
+func (d *detector) decide(w watch, r *round, i int) {
+	held := 0
+	r.each(func(_ *node, rep *reply) {
+		if rep.err == nil && rep.raw.([]int64)[i] == 1 {
+			held++
+		}
+	})
+	if refused := len(r.all) - len(r.errs) - held; refused > len(d.nodes)-w.l.cfg.quorum {
+		w.l.lose(w.h, LossDetected, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d (checked after a change of its key)",
+			ErrLockLost, w.l.name, held, len(d.nodes), w.l.cfg.quorum))
+	}
+}
+
+// untrack turns tracking off on the command connections where it was
+// turned on, before they go back to their pools at Close; nobody waits for
+// the replies, which the transports' close reads.
+func (d *detector) untrack() {
+	d.mu.Lock()
+	enabled := d.enabled
+	d.mu.Unlock()
+	cmd := &command{name: "CLIENT", args: []any{"TRACKING", "off"}, judge: judgeOK}
+	for i, n := range d.nodes {
+		if enabled&(1<<i) == 0 {
+			continue
+		}
+		var rep reply
+		c := &call{cmd: cmd, n: n, slot: &rep, out: make(chan uint8, 1), fin: newFinish(1)}
+		n.tr.start(context.Background(), c)
+	}
+}
+
+// close stops the subscribers and waits for their goroutines; the worker
+// ends by itself, its rounds cut short by the owner's Close. It is called
+// without d.mu: the subscribers' callbacks take it.
+func (d *detector) close() {
+	d.mu.Lock()
+	d.closed = true
+	subs := d.subs
+	d.mu.Unlock()
+	for _, s := range subs {
+		s.Close()
+	}
+	d.mu.Lock()
+	clear(d.ids) // a command connection dialled from now on turns no tracking on
+	d.mu.Unlock()
+}
+
+// state reports, for tests, whether tracking is on towards a live
+// subscriber on every node and no check is queued or running, with the
+// counts of invalidations heard, check rounds run and subscriber
+// connections made.
+func (d *detector) state() (idle bool, heard, checks, connects int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	all := uint64(1)<<len(d.nodes) - 1
+	idle = d.started && d.tracked == all && d.retrack == 0 && !d.running && len(d.pending) == 0
+	return idle, d.heard, d.checks, d.connects
+}

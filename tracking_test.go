@@ -1,0 +1,356 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/leakcheck"
+	"github.com/redlockplus/redlock/internal/redistest"
+)
+
+// detectBound is how long a detected loss may take to close Done in these
+// tests: generous for a loaded machine, and far below the 90 s after which
+// the next extension of a lock with the default TTL would notice it.
+const detectBound = 5 * time.Second
+
+// detectionReady waits until f's loss detector tracks on every node with a
+// live subscriber and has nothing queued, and has heard at least heard
+// invalidations and made at least connects subscriber connections.
+func detectionReady(t *testing.T, f *redlock.Factory, heard, connects int) redlock.LossDetection {
+	t.Helper()
+	deadline := time.Now().Add(detectBound)
+	for {
+		st := redlock.LossDetectionOf(f)
+		if st.Idle && st.Heard >= heard && st.Connects >= connects {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("loss detector after %v: %+v; want idle, %d heard, %d connects", detectBound, st, heard, connects)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// heldLock acquires a lock of f with the default TTL (120 s) and no
+// autoextension, and waits until the detector watches it.
+func heldLock(t *testing.T, f *redlock.Factory, name string, opts ...redlock.Option) *redlock.Lock {
+	t.Helper()
+	l := f.NewLock(name, append([]redlock.Option{redlock.WithAutoextend(false)}, opts...)...)
+	if _, err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	detectionReady(t, f, 0, 0)
+	return l
+}
+
+// lostWithin fails unless l's Done closes within detectBound and its Err
+// matches ErrLockLost.
+func lostWithin(t *testing.T, l *redlock.Lock) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(detectBound):
+		t.Fatalf("lock %q: Done still open %v after its keys left a quorum", l.Name(), detectBound)
+	}
+	if err := l.Err(); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("lock %q: Err = %v, want ErrLockLost", l.Name(), err)
+	}
+}
+
+// stillHeld fails when l's holding has ended.
+func stillHeld(t *testing.T, l *redlock.Lock) {
+	t.Helper()
+	select {
+	case <-l.Done():
+		t.Fatalf("lock %q ended: %v", l.Name(), l.Err())
+	default:
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("lock %q: Err = %v", l.Name(), err)
+	}
+}
+
+// TestLossDetectionDelete deletes a held lock's key on a quorum: Done closes
+// long before the next extension, with ErrLockLost and cause LossDetected.
+func TestLossDetectionDelete(t *testing.T) {
+	causes := make(chan redlock.LossCause, 1)
+	c, f := factory(t, redlock.WithObserver(redlock.Observer{Lost: func(e redlock.LossEvent) { causes <- e.Cause }}))
+	l := heldLock(t, f, "detect-del")
+	c.Nodes[0].Do("DEL", "detect-del")
+	c.Nodes[2].Do("DEL", "detect-del")
+	lostWithin(t, l)
+	if cause := <-causes; cause != redlock.LossDetected {
+		t.Fatalf("loss cause %v, want %v", cause, redlock.LossDetected)
+	}
+}
+
+// TestLossDetectionOverwrite overwrites a held lock's key with another
+// token on a quorum, keeping its TTL: the key still exists, but the lock is
+// lost.
+func TestLossDetectionOverwrite(t *testing.T) {
+	c, f := factory(t)
+	l := heldLock(t, f, "detect-overwrite")
+	c.Nodes[1].Do("SET", "detect-overwrite", "intruder", "KEEPTTL")
+	c.Nodes[2].Do("SET", "detect-overwrite", "intruder", "KEEPTTL")
+	lostWithin(t, l)
+}
+
+// TestLossDetectionMinority deletes the key on one node of three: the
+// check finds a quorum still holding the token and the lock stays held;
+// deleting it on a second node then ends it.
+func TestLossDetectionMinority(t *testing.T) {
+	c, f := factory(t)
+	l := heldLock(t, f, "detect-minority")
+	before := redlock.LossDetectionOf(f)
+	c.Nodes[0].Do("DEL", "detect-minority")
+	st := detectionReady(t, f, before.Heard+1, 0)
+	if st.Checks <= before.Checks {
+		t.Fatalf("the invalidation was heard but no check ran: %+v", st)
+	}
+	stillHeld(t, l)
+	if held, _, err := l.CheckTimes(ctxT(t, 5*time.Second)); !held || err != nil {
+		t.Fatalf("CheckTimes after a minority delete = %v, %v; want held", held, err)
+	}
+	c.Nodes[1].Do("DEL", "detect-minority")
+	lostWithin(t, l)
+}
+
+// TestLossDetectionIgnoresOwnWrites extends a lock explicitly and by
+// autoextension: the holder's own writes produce no invalidation (NOLOOP),
+// and the key stays tracked after them, so a later delete is detected. A
+// write of another lock's key by another client on every node (with its
+// own token, so that it stays held) marks the end of what the nodes sent:
+// each subscriber connection delivers in order.
+func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
+	c, f := factory(t)
+	l := heldLock(t, f, "detect-own")
+	var autoMu sync.Mutex
+	autoExtended := 0
+	short := f.NewLock("detect-own-auto", redlock.WithTTL(2*time.Second),
+		redlock.WithObserver(redlock.Observer{Extended: func(e redlock.ExtendEvent) {
+			if e.Auto && e.OK {
+				autoMu.Lock()
+				autoExtended++
+				autoMu.Unlock()
+			}
+		}}))
+	if _, err := short.Acquire(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	marker := heldLock(t, f, "detect-own-marker")
+	for range 3 {
+		if _, err := l.Extend(ctxT(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "two autoextensions", func() bool {
+		if err := short.Err(); err != nil {
+			t.Fatalf("the autoextended lock ended: %v", err)
+		}
+		autoMu.Lock()
+		defer autoMu.Unlock()
+		return autoExtended >= 2
+	})
+	before := redlock.LossDetectionOf(f)
+	for _, n := range c.Nodes {
+		n.Do("SET", "detect-own-marker", marker.Token(), "KEEPTTL")
+	}
+	st := detectionReady(t, f, before.Heard+len(c.Nodes), 0)
+	if st.Heard != before.Heard+len(c.Nodes) {
+		t.Fatalf("heard %d invalidations, want only the marker's %d: the holder's own extensions were announced",
+			st.Heard-before.Heard, len(c.Nodes))
+	}
+	stillHeld(t, l)
+	stillHeld(t, short)
+	stillHeld(t, marker) // written again with its own token: checked, still held
+	c.Nodes[0].Do("DEL", "detect-own", "detect-own-auto")
+	c.Nodes[1].Do("DEL", "detect-own", "detect-own-auto")
+	lostWithin(t, l)
+	lostWithin(t, short)
+}
+
+// TestLossDetectionSubscriberKilled kills the detector's subscriber
+// connections: they are dialled again, the command connections are
+// redirected to the new ones, and a delete is detected again.
+func TestLossDetectionSubscriberKilled(t *testing.T) {
+	c, f := factory(t)
+	l := heldLock(t, f, "detect-kill")
+	before := redlock.LossDetectionOf(f)
+	for _, n := range c.Nodes {
+		n.Do("CLIENT", "KILL", "TYPE", "pubsub")
+	}
+	detectionReady(t, f, 0, before.Connects+len(c.Nodes))
+	c.Nodes[0].Do("DEL", "detect-kill")
+	c.Nodes[1].Do("DEL", "detect-kill")
+	lostWithin(t, l)
+}
+
+// TestLossDetectionRechecksAfterReconnect deletes the key in the same
+// transaction that kills the subscriber, so that the node cannot announce
+// the delete: the check made once the subscriber is back finds it.
+func TestLossDetectionRechecksAfterReconnect(t *testing.T) {
+	c, f := factory(t)
+	l := heldLock(t, f, "detect-lost-news")
+	for _, n := range c.Nodes[:2] {
+		killAndDelete(t, n, "detect-lost-news")
+	}
+	lostWithin(t, l)
+}
+
+// killAndDelete kills node n's pub/sub connections and deletes key in one
+// MULTI/EXEC.
+func killAndDelete(t *testing.T, n *redistest.Node, key string) {
+	t.Helper()
+	conn, err := redis.Dial("tcp", n.Addr(), redis.DialConnectTimeout(2*time.Second), redis.DialReadTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.Send("MULTI")
+	_ = conn.Send("CLIENT", "KILL", "TYPE", "pubsub")
+	_ = conn.Send("DEL", key)
+	replies, err := redis.Values(conn.Do("EXEC"))
+	if err != nil || len(replies) != 2 {
+		t.Fatalf("MULTI CLIENT KILL, DEL on %s: %v %v", n.Addr(), replies, err)
+	}
+	if killed, _ := redis.Int64(replies[0], nil); killed < 1 {
+		t.Fatalf("CLIENT KILL TYPE pubsub on %s killed %d connections", n.Addr(), killed)
+	}
+	if deleted, _ := redis.Int64(replies[1], nil); deleted != 1 {
+		t.Fatalf("DEL %s on %s deleted %d keys", key, n.Addr(), deleted)
+	}
+}
+
+// TestLossDetectionFlushAll flushes a quorum of nodes: every held lock
+// ends, checked in batches of up to 1000 names (two per flush here) rather
+// than one round per lock.
+func TestLossDetectionFlushAll(t *testing.T) {
+	const locks = 1200
+	c, f := factory(t)
+	ctx := ctxT(t, time.Minute)
+	held := make([]*redlock.Lock, locks)
+	for i := range held {
+		held[i] = f.NewLock(fmt.Sprintf("detect-flush-%d", i), redlock.WithAutoextend(false))
+		if _, err := held[i].Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := detectionReady(t, f, 0, 0)
+	c.Nodes[0].Do("FLUSHALL")
+	c.Nodes[2].Do("FLUSHALL")
+	for _, l := range held {
+		lostWithin(t, l)
+	}
+	st := detectionReady(t, f, before.Heard+2, 0)
+	if rounds := st.Checks - before.Checks; rounds > 4 {
+		t.Fatalf("%d check rounds for two flushes of %d locks, want at most two per flush", rounds, locks)
+	}
+}
+
+// TestLossDetectionCloseLeavesNoGoroutine closes a factory whose detector
+// runs: its subscribers and worker end, and the command connections go
+// back to the pool with tracking off.
+func TestLossDetectionCloseLeavesNoGoroutine(t *testing.T) {
+	c := redistest.Start(t, 3)
+	pools := c.Pools()
+	before := leakcheck.Current()
+	f, err := redlock.NewFactory([]redlock.Pool{pools[0], pools[1], pools[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		heldLock(t, f, fmt.Sprintf("detect-close-%d", i))
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leakcheck.FindNew(before, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range c.Nodes {
+		if subs, _ := redis.Int64(n.Do("PUBSUB", "NUMSUB", "__redis__:invalidate").([]any)[1], nil); subs != 0 {
+			t.Errorf("node %d: %d subscribers of __redis__:invalidate after Close", i, subs)
+		}
+		list, _ := redis.String(n.Do("CLIENT", "LIST"), nil)
+		for line := range strings.Lines(list) {
+			for field := range strings.FieldsSeq(line) {
+				if flags, ok := strings.CutPrefix(field, "flags="); ok && strings.Contains(flags, "t") {
+					t.Errorf("node %d: a client still tracks keys after Close: %s", i, line)
+				}
+			}
+		}
+	}
+}
+
+// TestLossDetectionOff checks that WithLossDetection(false) builds no
+// detector, that other transports have none, and that the option is
+// refused on one lock.
+func TestLossDetectionOff(t *testing.T) {
+	_, pools := cluster(t, 3)
+	for _, tc := range []struct {
+		name string
+		opts []redlock.Option
+		on   bool
+	}{
+		{"default", nil, true},
+		{"off", []redlock.Option{redlock.WithLossDetection(false)}, false},
+		{"pool transport", []redlock.Option{redlock.WithPipelining(false)}, false},
+	} {
+		f, err := redlock.NewFactory(pools, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redlock.LossDetectionOf(f).On; got != tc.on {
+			t.Errorf("%s: detector %v, want %v", tc.name, got, tc.on)
+		}
+		l := f.NewLock("detect-off", redlock.WithLossDetection(true))
+		if _, err := l.TryAcquire(context.Background()); !errors.Is(err, redlock.ErrInvalidArgument) {
+			t.Errorf("%s: WithLossDetection on one lock: %v, want ErrInvalidArgument", tc.name, err)
+		}
+		f.Close()
+	}
+}
+
+// TestLossDetectionRecipes acquires, once tracking is up, a fenced lock, a
+// multi-lock and a writer: their own scripts (acquire_fenced, multi_set,
+// rw_write) must read the key after writing it, or the deletes below go
+// unheard, since no re-check reads them.
+func TestLossDetectionRecipes(t *testing.T) {
+	c, f := factory(t)
+	heldLock(t, f, "detect-recipes-warm-up")
+	ctx := ctxT(t, 10*time.Second)
+	noExtend := redlock.WithAutoextend(false)
+	fenced := f.NewLock("detect-fenced", redlock.WithFencing(true), noExtend)
+	multi := f.NewMultiLock([]string{"detect-m1", "detect-m2"}, noExtend)
+	writer := f.NewWriteLock("detect-rw", noExtend)
+	for _, l := range []redlock.Locker{fenced, multi, writer} {
+		if _, err := l.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := detectionReady(t, f, 0, 0)
+	for _, n := range c.Nodes[1:] {
+		n.Do("DEL", "detect-fenced", "detect-m2", "detect-rw:rw:w")
+	}
+	for _, l := range []redlock.Locker{fenced, multi, writer} {
+		select {
+		case <-l.Done():
+		case <-time.After(detectBound):
+			t.Fatalf("%s: Done still open %v after its key left a quorum", l.Name(), detectBound)
+		}
+		if err := l.Err(); !errors.Is(err, redlock.ErrLockLost) {
+			t.Fatalf("%s: Err = %v, want ErrLockLost", l.Name(), err)
+		}
+	}
+	if st := redlock.LossDetectionOf(f); st.Checks == before.Checks {
+		t.Fatalf("no check ran: %+v", st)
+	}
+}
