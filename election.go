@@ -122,7 +122,7 @@ func (e *Election) campaign(ctx context.Context, value string, maxAttempts int) 
 		value = newToken()
 	}
 	e.campaigning = true
-	e.l.suffix = leaderValueSep + value
+	e.l.extra().suffix = leaderValueSep + value
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()

@@ -80,8 +80,8 @@ func withFence(ctx context.Context, h *holding) context.Context {
 // acquire script, which also reads the key, with loss detection on), or
 // the fenced acquire script that also reads the node's fence.
 func (l *Lock) acquireCommand(h *holding) *command {
-	if l.setCmd != nil {
-		return l.setCmd(h.arg)
+	if l.x != nil && l.x.setCmd != nil {
+		return l.x.setCmd(h.arg)
 	}
 	if !l.cfg.fencing && l.f.det != nil {
 		// Loss detection: the script reads the key back, so that the
@@ -92,7 +92,7 @@ func (l *Lock) acquireCommand(h *holding) *command {
 		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
 	}
 	h.fence = fenceclock.Now()
-	return &command{script: acquireFencedScript, args: []any{acquireFencedScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, l.ttlArg, h.fence, l.fenceWindowArg}, judge: judgeFence, detached: true}
+	return &command{script: acquireFencedScript, args: []any{acquireFencedScript.hashArg, 2, l.nameArg, l.x.fenceArg, h.arg, l.ttlArg, h.fence, l.fenceWindowArg}, judge: judgeFence, detached: true}
 }
 
 // maxFenceWindow bounds how far from a node's clock a proposed token may be
@@ -155,7 +155,7 @@ func (l *Lock) commitFence(ctx context.Context, h *holding, r *round, validity t
 	}
 	t++
 	// redigo writes t in decimal, which the script stores as it is.
-	commit := &command{script: fenceCommitScript, args: []any{fenceCommitScript.hashArg, 2, l.nameArg, l.fenceArg, h.arg, t}, judge: judgeOne}
+	commit := &command{script: fenceCommitScript, args: []any{fenceCommitScript.hashArg, 2, l.nameArg, l.x.fenceArg, h.arg, t}, judge: judgeOne}
 	c := l.fan.run(ctx, commit, false)
 	c.free()
 	validity = l.cfg.ttl - time.Since(r.start) - l.cfg.drift()

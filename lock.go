@@ -34,15 +34,8 @@ type Lock struct {
 	f       *Factory
 	obs     *observer // nil: not observed (observe.go)
 
-	nameArg  any // the name as a command argument, boxed once
-	fenceArg any // the fence key, boxed once; nil when not fenced (fence.go)
-
-	// suffix is appended to every new token: an Election's value, so that
-	// the key carries it. Set only while no Acquire runs.
-	suffix string
-	// setCmd, if set, replaces SET NX PX in attempts: the script of a
-	// ReadLock or WriteLock, given the token.
-	setCmd func(token any) *command
+	nameArg any        // the name as a command argument, boxed once
+	x       *lockExtra // what fenced locks and recipes need; nil for a plain lock
 
 	mu        sync.Mutex
 	acquiring bool
@@ -80,11 +73,32 @@ func (f *Factory) newLock(name string, opts []Option, autoextendDefault bool) *L
 		l.initErr = invalidArg("lock name is empty")
 	}
 	if cfg.fencing {
-		l.fenceArg = name + FenceSuffix
+		l.extra().fenceArg = name + FenceSuffix
 	}
 	l.obs = newObserver(&cfg, name)
 	l.lockShape = f.shapeOf(cfg, l.obs, err == nil)
 	return l
+}
+
+// lockExtra holds what few locks need, so that the many plain locks a
+// service may hold do not carry it (docs: W7 in BENCHMARKS.md).
+type lockExtra struct {
+	fenceArg any // the fence key, boxed once; nil when not fenced (fence.go)
+	// suffix is appended to every new token: an Election's value, so that
+	// the key carries it. Set only while no Acquire runs.
+	suffix string
+	// setCmd, if set, replaces SET NX PX in attempts: the script of a
+	// ReadLock or WriteLock, given the token.
+	setCmd func(token any) *command
+}
+
+// extra returns l's lockExtra, made on first use; only constructors and
+// code that runs while no Acquire does call it.
+func (l *Lock) extra() *lockExtra {
+	if l.x == nil {
+		l.x = &lockExtra{}
+	}
+	return l.x
 }
 
 // Name returns the lock's name, which is also its key on every node.
@@ -261,7 +275,10 @@ func (l *Lock) endAcquire() {
 // holding, or an error that says why the attempt failed; a failed attempt's
 // keys are discarded on every node that did not refuse.
 func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, error) {
-	token := newToken() + l.suffix
+	token := newToken()
+	if l.x != nil {
+		token += l.x.suffix
+	}
 	h := &holding{token: token, arg: token, l: l}
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.

@@ -88,7 +88,7 @@ func (f *Factory) NewReadLock(name string, opts ...Option) *ReadLock {
 	l := f.newLock(name+rwReaderInfix+id, opts, true)
 	l.initErr = rwCheck(l, name)
 	keys := []any{rwReadScript.hashArg, 4, l.name, name + rwWriterSuffix, name + rwIntentSuffix, name + rwReadersSuffix}
-	l.setCmd = func(token any) *command {
+	l.extra().setCmd = func(token any) *command {
 		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id)
 		return &command{script: rwReadScript, args: args, judge: judgeOne, detached: true}
 	}
@@ -106,7 +106,7 @@ func (f *Factory) NewWriteLock(name string, opts ...Option) *WriteLock {
 	l.initErr = rwCheck(l, name)
 	intent := max(4*l.cfg.retryDelay+l.cfg.nodeTimeout, minWriterIntent)
 	keys := []any{rwWriteScript.hashArg, 3, l.name, name + rwIntentSuffix, name + rwReadersSuffix}
-	l.setCmd = func(token any) *command {
+	l.extra().setCmd = func(token any) *command {
 		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix)
 		return &command{script: rwWriteScript, args: args, judge: judgeOne, detached: true}
 	}
