@@ -89,17 +89,7 @@ func TestElectionObserve(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	octx, cancel := context.WithCancel(ctx)
 	seen := f.NewElection("observed").Observe(octx)
-	next := func(want string) {
-		t.Helper()
-		select {
-		case v, ok := <-seen:
-			if !ok || v != want {
-				t.Fatalf("observed %q (open %v), want %q", v, ok, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("nothing observed, want %q", want)
-		}
-	}
+	next := observed(t, seen)
 	next("")
 	e := f.NewElection("observed")
 	for _, v := range []string{"one", "two"} {
@@ -116,6 +106,22 @@ func TestElectionObserve(t *testing.T) {
 	}
 	cancel()
 	for range seen { // closed once ctx ends
+	}
+}
+
+// observed returns a check that the next value on seen, an Observe
+// channel, is want, within 5 s.
+func observed(t *testing.T, seen <-chan string) func(want string) {
+	return func(want string) {
+		t.Helper()
+		select {
+		case v, ok := <-seen:
+			if !ok || v != want {
+				t.Fatalf("observed %q (open %v), want %q", v, ok, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nothing observed, want %q", want)
+		}
 	}
 }
 
@@ -240,17 +246,7 @@ func TestElectionAsLocker(t *testing.T) {
 	octx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	seen := f.NewElection("loc").Observe(octx)
-	next := func(want string) {
-		t.Helper()
-		select {
-		case v, ok := <-seen:
-			if !ok || v != want {
-				t.Fatalf("observed %q (open %v), want %q", v, ok, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("nothing observed, want %q", want)
-		}
-	}
+	next := observed(t, seen)
 	next("")
 	ea, eb := f.NewElection("loc"), f.NewElection("loc")
 	var a, b redlock.Locker = ea, eb
