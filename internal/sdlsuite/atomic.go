@@ -80,38 +80,17 @@ func testAtomicSingleWinner(t *testing.T, e *env) {
 	c, s := ctx(t), e.s
 	recv := e.rawSubscriber(0, "{race},ev")
 	for round := 0; round < 5; round++ {
-		var wins [2]atomic.Int64
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for w := 0; w < writers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				val := []byte(fmt.Sprintf("round%d", round))
-				if ok, err := s.SetIfNotExistsAndPublish(c, "race", sdlstore.ChannelEvents{"ev": {"set"}}, "k", val); ok && err == nil {
-					wins[0].Add(1)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		start = make(chan struct{})
-		for w := 0; w < writers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				val := []byte(fmt.Sprintf("round%d", round))
-				if ok, err := s.RemoveIfAndPublish(c, "race", sdlstore.ChannelEvents{"ev": {"removed"}}, "k", val); ok && err == nil {
-					wins[1].Add(1)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		if wins[0].Load() != 1 || wins[1].Load() != 1 {
-			t.Fatalf("round %d: %d set winners, %d remove winners; want 1 and 1", round, wins[0].Load(), wins[1].Load())
+		val := []byte(fmt.Sprintf("round%d", round))
+		set := race(func() bool {
+			ok, err := s.SetIfNotExistsAndPublish(c, "race", sdlstore.ChannelEvents{"ev": {"set"}}, "k", val)
+			return ok && err == nil
+		})
+		removed := race(func() bool {
+			ok, err := s.RemoveIfAndPublish(c, "race", sdlstore.ChannelEvents{"ev": {"removed"}}, "k", val)
+			return ok && err == nil
+		})
+		if set != 1 || removed != 1 {
+			t.Fatalf("round %d: %d set winners, %d remove winners; want 1 and 1", round, set, removed)
 		}
 		for _, want := range []string{"set", "removed"} {
 			if msg, ok := recv(5 * time.Second); !ok || string(msg.Data) != want {
@@ -119,4 +98,25 @@ func testAtomicSingleWinner(t *testing.T, e *env) {
 			}
 		}
 	}
+}
+
+// race runs try on writers goroutines released at once, waits for them,
+// and returns how many of them it returned true on.
+func race(try func() bool) int64 {
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if try() {
+				wins.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return wins.Load()
 }
