@@ -108,17 +108,11 @@ func (ss *session) handle(p push) {
 	s := ss.s
 	switch p.kind {
 	case kindMessage:
-		s.mu.Lock()
-		ok := s.set.delivers(p.channel)
-		s.mu.Unlock()
-		if ok && s.cfg.OnMessage != nil {
+		if s.delivers(p.channel) && s.cfg.OnMessage != nil {
 			s.cfg.OnMessage(p.channel, p.data)
 		}
 	case kindKeys:
-		s.mu.Lock()
-		ok := s.set.delivers(p.channel)
-		s.mu.Unlock()
-		if ok && s.cfg.OnKeys != nil {
+		if s.delivers(p.channel) && s.cfg.OnKeys != nil {
 			s.cfg.OnKeys(p.channel, p.keys)
 		}
 	case kindSubscription:
@@ -139,4 +133,12 @@ func (ss *session) handle(p push) {
 			s.cfg.OnConnect(ss.reconnect)
 		}
 	}
+}
+
+// delivers reports whether messages of channel go to the callbacks, taking
+// the Subscriber's lock for the look-up only.
+func (s *Subscriber) delivers(channel string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set.delivers(channel)
 }
