@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
 )
 
@@ -248,25 +249,7 @@ func TestBadConstruction(t *testing.T) {
 // their sentinels and keep the cause.
 func TestErrorMapping(t *testing.T) {
 	e := newEnv(t, 1)
-	c, s := ctx(t), e.s
-	must(t, s.AddMember(c, "ns", "grp", []byte("m")))
-	_, err := s.SetIf(c, "ns", "grp", []byte("a"), []byte("b"))
-	wantErr(t, err, sdlstore.ErrRejectedByBackend)
-	var re redis.Error
-	if !errors.As(err, &re) {
-		t.Fatalf("%v does not unwrap to a redis.Error", err)
-	}
-	must(t, s.Set(c, "ns", map[string][]byte{"str": []byte("x")}))
-	_, err = s.IsMember(c, "ns", "str", []byte("m"))
-	wantErr(t, err, sdlstore.ErrRejectedByBackend)
-
-	cancelled, cancel := context.WithCancel(c)
-	cancel()
-	_, err = s.Get(cancelled, "ns", "k")
-	wantErr(t, err, sdlstore.ErrNotConnected)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("%v does not match context.Canceled", err)
-	}
+	sdlsuite.WantErrorMapping(t, e.s)
 
 	dead := redistest.Start(t, 1).Nodes[0]
 	deadPool := dead.Pool()
@@ -274,11 +257,5 @@ func TestErrorMapping(t *testing.T) {
 	ds, err := sdlstore.New([]redlock.Pool{deadPool})
 	must(t, err)
 	defer ds.Close()
-	wantErr(t, ds.Set(c, "ns", map[string][]byte{"k": {}}), sdlstore.ErrNotConnected)
-	if ds.IsActive(c) {
-		t.Fatal("IsActive with a dead instance")
-	}
-	l, _ := ds.LockResource("ns", "r", time.Second)
-	_, err = l.Acquire(c, 0, 0)
-	wantErr(t, err, sdlstore.ErrNotConnected)
+	sdlsuite.WantNotConnected(t, ds)
 }

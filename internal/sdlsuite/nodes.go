@@ -2,7 +2,6 @@ package sdlsuite
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,36 +193,12 @@ func testNodesNoScript(t *testing.T, nodes Nodes) {
 func testNodesErrors(t *testing.T, nodes Nodes) {
 	cl := redistest.Start(t, 1)
 	c, s := ctx(t), nodesStore(t, nodes(t, cl.Addrs()))
-	must(t, s.AddMember(c, "ns", "grp", []byte("m")))
-	_, err := s.SetIf(c, "ns", "grp", []byte("a"), []byte("b"))
-	wantErr(t, err, sdlstore.ErrRejectedByBackend)
-	var re redis.Error
-	if !errors.As(err, &re) {
-		t.Fatalf("%v does not unwrap to a redis.Error", err)
-	}
-	_, err = s.Get(c, "ns", "grp")
+	WantErrorMapping(t, s)
+	_, err := s.Get(c, "ns", "grp")
 	must(t, err) // MGET reads a group as absent
-	must(t, s.Set(c, "ns", map[string][]byte{"str": []byte("x")}))
-	_, err = s.IsMember(c, "ns", "str", []byte("m"))
-	wantErr(t, err, sdlstore.ErrRejectedByBackend)
-
-	cancelled, cancel := context.WithCancel(c)
-	cancel()
-	_, err = s.Get(cancelled, "ns", "k")
-	wantErr(t, err, sdlstore.ErrNotConnected)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("%v does not match context.Canceled", err)
-	}
 
 	cl.Nodes[0].Kill()
-	wantErr(t, s.Set(c, "ns", map[string][]byte{"k": {}}), sdlstore.ErrNotConnected)
-	if s.IsActive(c) {
-		t.Fatal("IsActive with a dead instance")
-	}
-	l, err := s.LockResource("ns", "r", time.Second)
-	must(t, err)
-	_, err = l.Acquire(c, 0, 0)
-	wantErr(t, err, sdlstore.ErrNotConnected)
+	WantNotConnected(t, s)
 	h, err := s.Health(c)
 	must(t, err)
 	if h.Reachable() || h.Instances[0].Error == "" {
