@@ -119,17 +119,7 @@ func TestSubscribeWhileDown(t *testing.T) {
 	if !s.IsActive(c) {
 		t.Fatal("IsActive false after restart")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := s.SubscribeChannel(c, "ns", cb, "ch")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SubscribeChannel after restart: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sdlsuite.AwaitSubscribe(t, s, cb, "ns", "ch")
 	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"x"}}, map[string][]byte{"k": {}}))
 	if n := next(); !n.Is("ch", "x") {
 		t.Fatalf("got %+v", n)

@@ -310,17 +310,7 @@ func testNodesSubscribeWhileDown(t *testing.T, nodes Nodes) {
 	cancel()
 	wantErr(t, err, sdlstore.ErrNotConnected)
 	node.Start()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := s.SubscribeChannel(c, "ns", cb, "ch")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SubscribeChannel after restart: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	AwaitSubscribe(t, s, cb, "ns", "ch")
 	awaitWrites(t, s, "ns")
 	must(t, s.SetAndPublish(c, "ns", sdlstore.ChannelEvents{"ch": {"x"}}, map[string][]byte{"k": {}}))
 	if n := next(); !n.Is("ch", "x") {

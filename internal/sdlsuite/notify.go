@@ -179,3 +179,22 @@ func namespaceOn(t *testing.T, s *sdlstore.Store, i int) string {
 	t.Fatalf("no namespace among 1000 lives on instance %d", i)
 	return ""
 }
+
+// AwaitSubscribe subscribes cb to channel of namespace ns, trying again
+// every 20 ms while the store fails, as it does until a restarted instance
+// answers; it fails the test after 10 s. sdlstore's own tests use it too.
+func AwaitSubscribe(t *testing.T, s *sdlstore.Store, cb func(string, []string), ns, channel string) {
+	t.Helper()
+	c := ctx(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.SubscribeChannel(c, ns, cb, channel)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SubscribeChannel after restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
