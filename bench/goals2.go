@@ -114,23 +114,16 @@ func (r *report) round2Goals() []check {
 
 // printDetect writes the table of the Detect workloads.
 func (r *report) printDetect(w io.Writer) {
-	for _, wl := range r.Workloads {
-		if wl.Kind != "detect" {
-			continue
+	cols := []string{"samples", "noticed", "missed", "p50", "p90", "p99", "max", "bound"}
+	r.printKindTables(w, "detect", cols, func(res benchkit.Result) (string, bool) {
+		d := res.Detect
+		if d == nil {
+			return "", false
 		}
-		fmt.Fprintf(w, "\n%s: %s\n\n", wl.ID, wl.Title)
-		fmt.Fprintln(w, "| target | samples | noticed | missed | p50 | p90 | p99 | max | bound | errors |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-		for _, res := range wl.Results {
-			d := res.Detect
-			if d == nil {
-				fmt.Fprintf(w, "| %s | | | | | | | | | %d |\n", res.Target, res.Errors)
-				continue
-			}
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %d |\n", res.Target, d.Samples, d.Noticed, d.Missed,
-				fmtMs(d.Latency.P50), fmtMs(d.Latency.P90), fmtMs(d.Latency.P99), fmtMs(d.Latency.Max), fmtMs(d.MaxWait), res.Errors)
-		}
+		return fmt.Sprintf("%d | %d | %d | %s | %s | %s | %s | %s", d.Samples, d.Noticed, d.Missed,
+			fmtMs(d.Latency.P50), fmtMs(d.Latency.P90), fmtMs(d.Latency.P99), fmtMs(d.Latency.Max), fmtMs(d.MaxWait)), true
+	}, func(workloadReport) {
 		fmt.Fprintln(w, "\nms from the last key of a quorum deleted (even samples) or overwritten with another token (odd samples),")
 		fmt.Fprintln(w, "by a raw client, to the holder's Done closed. A lock not noticed lost within the bound is a miss and counts as the bound.")
-	}
+	})
 }

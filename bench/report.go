@@ -250,24 +250,18 @@ func (r *report) printTables(w io.Writer) {
 				fmtMs(res.Cycle.Max), acqP50, acqP99, res.Errors, res.Overlaps, allocs, bytes)
 		}
 	}
-	for _, wl := range r.Workloads {
-		if wl.Kind != "keep" {
-			continue
+	keepCols := []string{"locks", "acquired", "lost", "acquire p50", "hold s", "client CPU s", "CPU % of a core", "heap B/lock",
+		"server CPU s", "commands/s", "processed/s", "scripts/s", "goroutines"}
+	r.printKindTables(w, "keep", keepCols, func(res benchkit.Result) (string, bool) {
+		k := res.Keep
+		if k == nil {
+			return "", false
 		}
-		fmt.Fprintf(w, "\n%s: %s\n\n", wl.ID, wl.Title)
-		fmt.Fprintln(w, "| target | locks | acquired | lost | acquire p50 | hold s | client CPU s | CPU % of a core | heap B/lock | server CPU s | commands/s | processed/s | scripts/s | goroutines | errors |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-		for _, res := range wl.Results {
-			k := res.Keep
-			if k == nil {
-				fmt.Fprintf(w, "| %s | | | | | | | | | | | | | | %d |\n", res.Target, res.Errors)
-				continue
-			}
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %d | %d |\n",
-				res.Target, k.Locks, k.Acquired, k.Lost, fmtMs(res.Acquire.P50), k.Hold.Seconds(),
-				k.CPUSeconds, 100*k.CPUFraction, k.HeapBytesPerLock, k.ServerCPUSeconds, k.CommandsPerSec,
-				k.ProcessedPerSec, k.ScriptsPerSec, k.Goroutines, res.Errors)
-		}
+		return fmt.Sprintf("%d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %d",
+			k.Locks, k.Acquired, k.Lost, fmtMs(res.Acquire.P50), k.Hold.Seconds(),
+			k.CPUSeconds, 100*k.CPUFraction, k.HeapBytesPerLock, k.ServerCPUSeconds, k.CommandsPerSec,
+			k.ProcessedPerSec, k.ScriptsPerSec, k.Goroutines), true
+	}, func(wl workloadReport) {
 		fmt.Fprintln(w, "\ncommands/s: what the nodes ran during the hold, the commands inside scripts included (INFO commandstats);")
 		fmt.Fprintln(w, "processed/s: the same from INFO stats total_commands_processed, the tool's INFO calls left out;")
 		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. CPU % of a core: client CPU s (getrusage) per second of hold;")
@@ -275,7 +269,7 @@ func (r *report) printTables(w io.Writer) {
 		if slices.ContainsFunc(wl.Results, func(res benchkit.Result) bool { return strings.HasPrefix(res.Target, "redsync") }) {
 			fmt.Fprintln(w, "redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
 		}
-	}
+	})
 	r.printDetect(w)
 	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options; ours-goredis and ours-rueidis against redlock;")
 	fmt.Fprintln(w, "round 2, issue 15: redlock against rueidislock with KeyMajority 1, ratios the median of the rounds' ratios):")
@@ -338,6 +332,31 @@ func (r *report) allResults() []benchkit.Result {
 		out = append(out, w.Results...)
 	}
 	return out
+}
+
+// printKindTables writes, for each workload of kind, its title and a
+// Markdown table with a column for the target, one right-aligned column
+// for each of cols and one for the errors. cells formats the cells of cols
+// for one result, joined by " | ", and reports false for a result without
+// the kind's data, whose row is then blank but for the target and the
+// errors. notes writes what follows a workload's table.
+func (r *report) printKindTables(w io.Writer, kind string, cols []string, cells func(benchkit.Result) (string, bool), notes func(workloadReport)) {
+	for _, wl := range r.Workloads {
+		if wl.Kind != kind {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %s\n\n", wl.ID, wl.Title)
+		fmt.Fprintf(w, "| target | %s | errors |\n", strings.Join(cols, " | "))
+		fmt.Fprintf(w, "|---|%s\n", strings.Repeat("--:|", len(cols)+1))
+		for _, res := range wl.Results {
+			if c, ok := cells(res); ok {
+				fmt.Fprintf(w, "| %s | %s | %d |\n", res.Target, c, res.Errors)
+			} else {
+				fmt.Fprintf(w, "| %s |%s %d |\n", res.Target, strings.Repeat(" |", len(cols)), res.Errors)
+			}
+		}
+		notes(wl)
+	}
 }
 
 // writeMarkdown writes the tables with the machine, the versions and the
