@@ -217,12 +217,17 @@ func (s *Store) IsActive(ctx context.Context) bool {
 }
 
 // do runs one command on an instance, with ctx bounding the pool wait and
-// the reply, and maps its error. Replies have redigo's forms on either
+// the reply, and maps its error. A ctx that has already ended sends
+// nothing: redigo's DoContext would race the reply against it, so that
+// such a call sometimes succeeded. Replies have redigo's forms on either
 // kind of instance (nodes.go converts a node's).
 // ns is the namespace for the observer ("" when the call has none).
 func (s *Store) do(ctx context.Context, in *instance, ns, op, cmd string, args ...any) (v any, err error) {
 	if s.cfg.observer != nil {
 		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, s.fault(in, op, err)
 	}
 	if in.node != nil {
 		v, err = nodeDo(ctx, in.node, cmd, args)
@@ -241,6 +246,9 @@ func (s *Store) do(ctx context.Context, in *instance, ns, op, cmd string, args .
 func (s *Store) eval(ctx context.Context, in *instance, ns, op string, sc *script, keysAndArgs ...any) (v any, err error) {
 	if s.cfg.observer != nil {
 		defer s.observe(ctx, in, ns, op, time.Now(), &err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, s.fault(in, op, err)
 	}
 	if in.node != nil {
 		v, err = nodeEval(ctx, in.node, sc, keysAndArgs)
