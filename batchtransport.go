@@ -15,18 +15,19 @@ import (
 // exits once nothing is queued.
 //
 // One batch at a time keeps the commands in the order they were started,
-// and so in the same order on every node: of two attempts that start their
-// SETs at about the same moment, the same one reaches every node first and
-// takes the lock on all of them. Batches under way at once would travel on
-// different connections of the client and reach each node in an order of
-// their own, splitting the nodes between the attempts; with every node up
-// such a split fails at once, but while a minority is down or partitioned
-// away each attempt of the split has to wait the node timeout for the
-// missing nodes while it holds its keys on the others, and the contenders
-// then keep each other out for as long as the fault lasts (failover
-// scenario 03 over go-redis: no acquisition in a 1.5 s fault window). It
-// is not FIFO all the same: a Batcher sends a script the node did not know
-// again after the rest of its batch.
+// and the factory starts each round on every node at once (fanout.starts),
+// so every node gets them in the same order: of two attempts that start
+// their SETs at about the same moment, the same one reaches every node
+// first and takes the lock on all of them. Batches under way at once would
+// travel on different connections of the client and reach each node in an
+// order of their own, splitting the nodes between the attempts; with every
+// node up such a split fails at once, but while a minority is down or
+// partitioned away each attempt of the split has to wait the node timeout
+// for the missing nodes while it holds its keys on the others, and the
+// contenders then keep each other out for as long as the fault lasts
+// (failover scenario 03 over go-redis: no acquisition in a 1.5 s fault
+// window). It is not FIFO all the same: a Batcher sends a script the node
+// did not know again after the rest of its batch.
 type batchTransport struct {
 	node        Batcher
 	o           *owner
