@@ -7,13 +7,27 @@ import (
 	"time"
 )
 
-// batchTransport carries commands to a Batcher. A command started while
-// fewer than maxBatches batches are under way is sent by a new goroutine
-// of the owner as soon as it has yielded once (see send), so that it never
-// waits for an earlier command's round trip; once that many are under way, commands queue, and each
-// sender, when its batch is done, sends whatever queued meanwhile as one
-// batch, and exits once nothing is queued. It is not FIFO: concurrent
-// batches may use several connections.
+// batchTransport carries commands to a Batcher, one batch under way per
+// node at a time. A command started while no batch is under way is sent by
+// a new goroutine of the owner as soon as it has yielded once (see send);
+// commands started while a batch is under way queue, and the sender, when
+// its batch is done, sends whatever queued meanwhile as one batch, and
+// exits once nothing is queued.
+//
+// One batch at a time keeps the commands in the order they were started,
+// and the factory starts each round on every node at once (fanout.starts),
+// so every node gets them in the same order: of two attempts that start
+// their SETs at about the same moment, the same one reaches every node
+// first and takes the lock on all of them. Batches under way at once would
+// travel on different connections of the client and reach each node in an
+// order of their own, splitting the nodes between the attempts; with every
+// node up such a split fails at once, but while a minority is down or
+// partitioned away each attempt of the split has to wait the node timeout
+// for the missing nodes while it holds its keys on the others, and the
+// contenders then keep each other out for as long as the fault lasts
+// (failover scenario 03 over go-redis: no acquisition in a 1.5 s fault
+// window). It is not FIFO all the same: a Batcher sends a script the node
+// did not know again after the rest of its batch.
 type batchTransport struct {
 	node        Batcher
 	o           *owner
@@ -22,13 +36,8 @@ type batchTransport struct {
 	mu      sync.Mutex
 	queue   []queued
 	spare   []queued // a previous batch's slice, reused
-	senders int      // sender goroutines under way
+	sending bool     // a sender goroutine is under way
 }
-
-// maxBatches bounds the batches under way on one node: beyond it commands
-// are gathered into batches, which costs less per command than more round
-// trips at once.
-const maxBatches = 4
 
 // queued is a started call with the context whose values its command
 // carries (for the client's hooks).
@@ -40,17 +49,17 @@ type queued struct {
 func (t *batchTransport) start(ctx context.Context, c *call) {
 	t.mu.Lock()
 	t.queue = append(t.queue, queued{ctx, c})
-	if t.senders >= maxBatches {
+	if t.sending {
 		t.mu.Unlock()
 		return
 	}
-	t.senders++
+	t.sending = true
 	t.mu.Unlock()
 	if !t.o.spawn(t.send) { // the factory is closed: fail what is queued
 		t.mu.Lock()
 		q := t.queue
 		t.queue = nil
-		t.senders--
+		t.sending = false
 		t.mu.Unlock()
 		for _, e := range q {
 			e.c.deliver(reply{err: e.c.n.wrap(ErrClosed)})
@@ -64,7 +73,7 @@ func (t *batchTransport) take() []queued {
 	defer t.mu.Unlock()
 	q := t.queue
 	if len(q) == 0 {
-		t.senders--
+		t.sending = false
 		return nil
 	}
 	t.queue, t.spare = t.spare[:0], nil

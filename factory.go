@@ -26,6 +26,10 @@ type Factory struct {
 	shapesMu sync.Mutex
 	shapes   map[config]*lockShape // shared by the locks of each configuration (shape.go)
 
+	// starts, when a node batches, orders the locks' rounds (see
+	// fanout.starts); nil otherwise.
+	starts *sync.Mutex
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -83,6 +87,9 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 			n.pool, n.tr = p.p, &poolTransport{pool: p.p, o: o, nodeTimeout: check.nodeTimeout}
 		default:
 			n.tr = nodeTransportOf(nd, o, check.nodeTimeout)
+			if _, batches := n.tr.(*batchTransport); batches && f.starts == nil {
+				f.starts = new(sync.Mutex)
+			}
 		}
 		n.cleaner = newCleaner(n, o, check.nodeTimeout, cfg.logger)
 		f.nodes = append(f.nodes, n)

@@ -312,21 +312,37 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 // did not refuse it. On a FIFO transport the delete is sent now, behind
 // the attempt's own SET on the same connection; otherwise the node's
 // cleaner sends it once the SET's call on that node is done (at once when
-// its reply was counted). Nothing waits for it.
+// its reply was counted). A factory whose rounds are ordered
+// (fanout.starts) also sends it now as a round, so that it reaches every
+// node in the same order as the other rounds: deletes sent by each node's
+// cleaner on its own free the nodes at different moments, which splits
+// the nodes between the next contending attempts. Nothing waits for it.
 func (l *Lock) discard(h *holding, r *round) {
 	if !l.fan.nodes[0].tr.fifo() {
 		d := l.discardOf(h)
+		ordered := l.fan.starts != nil
 		for i, n := range l.fan.nodes {
 			switch {
 			case r.refused(i):
 			case r.got&(1<<i) != 0: // its call is done: no need to wait for the slower nodes'
-				n.cleaner.add(d, r.slots[i].err != nil)
+				if !ordered || r.slots[i].err != nil {
+					n.cleaner.add(d, r.slots[i].err != nil)
+				}
 			default:
 				n.cleaner.add(d, true, h.fin)
 			}
 		}
+		if ordered {
+			l.sendDelete(h)
+		}
 		return
 	}
+	l.sendDelete(h)
+}
+
+// sendDelete sends h's delete to every node as one round, without waiting;
+// a node that fails it hands it to its cleaner (redo).
+func (l *Lock) sendDelete(h *holding) {
 	// Refusing nodes get the delete too: it compares tokens, so it is a
 	// no-op there, and one round is cheaper than picking nodes.
 	del := &command{script: releaseScript, args: []any{releaseScript.hashArg, 1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: l.cfg.ttl}

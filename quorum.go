@@ -58,6 +58,14 @@ type fanout struct {
 	nodeTimeout time.Duration
 	dying       <-chan struct{} // the owner's Close: a round stops waiting
 	obs         *observer       // nil: nobody listens (observe.go)
+	// starts, when set, is held while a round starts its calls, so that
+	// the rounds of concurrent lock operations are queued in one order on
+	// every node. A batch transport keeps that order to the node (see
+	// batchTransport); without it, two attempts whose starts interleave
+	// (the first queued first on one node, the second on another) split
+	// the nodes between them, and while a minority of nodes does not
+	// answer each waits out the node timeout holding its keys.
+	starts *sync.Mutex
 }
 
 // timers recycles the node-timeout timers of rounds. Since Go 1.23 a
@@ -86,6 +94,10 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 	}
 	if !f.nodes[0].tr.fifo() {
 		r.fin = newFinish(len(f.nodes))
+	}
+	if f.starts != nil {
+		f.starts.Lock()
+		defer f.starts.Unlock()
 	}
 	for _, n := range f.nodes {
 		c := calls.Get().(*call)

@@ -22,7 +22,9 @@
 // costs the lock an attempt.
 //
 // The commands that concurrent lock operations start on a node go out as
-// go-redis pipelines (redlock.Batcher), a few at a time.
+// go-redis pipelines (redlock.Batcher), one at a time per node and in
+// the same order on every node, so that contending attempts do not split
+// the nodes between them.
 //
 // Blocked Acquire calls are woken by the releases of their lock over
 // go-redis's pub/sub (redlock.PubSubNode): from the first one that waits,
