@@ -58,9 +58,10 @@ type chunk struct {
 	at   time.Time
 }
 
-// newFaultProxy starts a proxy on a free loopback port forwarding to upstream.
+// newFaultProxy starts a proxy on a free loopback port forwarding to
+// upstream, outside the ephemeral range (listenStable).
 func newFaultProxy(upstream string) (*faultProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenStable()
 	if err != nil {
 		return nil, fmt.Errorf("start proxy for %s: %w", upstream, err)
 	}
