@@ -47,36 +47,24 @@ type PubSubConn interface {
 	Close() error
 }
 
-// PubSubReply is one reply received on a PubSubConn.
-type PubSubReply struct {
-	// Kind is the reply's kind as Redis names it: "message" for a message,
-	// "subscribe" and "unsubscribe" for the confirmation of one channel,
-	// "pong" for the answer to PING. Replies of the pattern commands
-	// ("pmessage", "psubscribe", "punsubscribe") are ignored; any other
-	// kind makes the factory drop the connection and open another.
-	Kind string
-	// Channel is the channel of a message or a confirmation.
-	Channel string
-	// Data is the payload of a message.
-	Data []byte
-}
+// PubSubReply is one reply received on a PubSubConn, a struct of three
+// fields:
+//
+//   - Kind string: the reply's kind as Redis names it: "message" for a
+//     message, "subscribe" and "unsubscribe" for the confirmation of one
+//     channel, "pong" for the answer to PING. Replies of the pattern
+//     commands ("pmessage", "psubscribe", "punsubscribe") are ignored; any
+//     other kind makes the factory drop the connection and open another.
+//   - Channel string: the channel of a message or a confirmation.
+//   - Data []byte: the payload of a message.
+//
+// It is the subscriber's own reply type, so that a PubSubConn is handed to
+// the subscribers of the factory and of sdlstore as it is, without a
+// wrapper.
+type PubSubReply = pubsub.Reply
 
-// openerOf returns a function that opens n's pub/sub connections for the
-// waker's subscriber.
+// openerOf returns the function that opens n's pub/sub connections for a
+// subscriber (internal/pubsub's Config.Open).
 func openerOf(n PubSubNode) func(ctx context.Context) (pubsub.Conn, error) {
-	return func(ctx context.Context) (pubsub.Conn, error) {
-		c, err := n.PubSub(ctx)
-		if err != nil || c == nil {
-			return nil, err
-		}
-		return pubsubConn{c}, nil
-	}
-}
-
-// pubsubConn is a PubSubConn as a pubsub.Conn.
-type pubsubConn struct{ PubSubConn }
-
-func (c pubsubConn) Receive(ctx context.Context) (pubsub.Reply, error) {
-	r, err := c.PubSubConn.Receive(ctx)
-	return pubsub.Reply(r), err
+	return func(ctx context.Context) (pubsub.Conn, error) { return n.PubSub(ctx) }
 }

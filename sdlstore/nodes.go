@@ -8,7 +8,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/pubsub"
 )
 
 // NewFromNodes returns a Store over nodes, one redlock.Node per Redis
@@ -121,23 +120,3 @@ type unreachableError struct{ err error }
 
 func (e unreachableError) Error() string { return e.err.Error() }
 func (e unreachableError) Unwrap() error { return e.err }
-
-// nodeOpener returns how the subscriber of n's instance opens a
-// connection: n's PubSub, as a pubsub.Conn.
-func nodeOpener(n redlock.PubSubNode) func(ctx context.Context) (pubsub.Conn, error) {
-	return func(ctx context.Context) (pubsub.Conn, error) {
-		c, err := n.PubSub(ctx)
-		if err != nil || c == nil {
-			return nil, err // the subscriber takes no connection and no error as a failed dial
-		}
-		return nodeConn{c}, nil
-	}
-}
-
-// nodeConn is a redlock.PubSubConn as a pubsub.Conn.
-type nodeConn struct{ redlock.PubSubConn }
-
-func (c nodeConn) Receive(ctx context.Context) (pubsub.Reply, error) {
-	r, err := c.PubSubConn.Receive(ctx)
-	return pubsub.Reply(r), err
-}

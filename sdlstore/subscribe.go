@@ -169,7 +169,8 @@ func (s *Store) subscriber(in *instance) (*subscriber, error) {
 		MaxBackoff:     max(MaxReconnectDelay, s.cfg.reconnectDelay),
 	}
 	if n, ok := in.node.(redlock.PubSubNode); ok {
-		cfg.Open = nodeOpener(n)
+		// A redlock.PubSubConn is a pubsub.Conn (their replies are one type).
+		cfg.Open = func(ctx context.Context) (pubsub.Conn, error) { return n.PubSub(ctx) }
 	} else {
 		cfg.Dial = s.subscriberDial(in)
 	}
