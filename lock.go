@@ -386,7 +386,7 @@ func (l *Lock) validity(r round) time.Duration {
 func (l *Lock) startHolding(h *holding) error {
 	h.mu.Lock()
 	h.begun = monotonic()
-	sent := processStart.Add(h.validUntil + l.cfg.drift() - l.cfg.ttl) // the attempt's start
+	sent := h.validUntil + l.cfg.drift() - l.cfg.ttl // the attempt's start, on monotonic()
 	h.mu.Unlock()
 	if err := l.f.o.hold(h, l); err != nil {
 		h.end(ErrClosed)

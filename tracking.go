@@ -71,7 +71,7 @@ type detector struct {
 	// since: when tracking was last (re)established on a node. A holding
 	// whose attempt began before it may have been read untracked, or
 	// tracked on a connection that is gone: watch checks it again.
-	since   time.Time
+	since   time.Duration // on monotonic(), as the holdings' times
 	watched map[string]watch
 	pending map[string]struct{}
 	running bool // the worker
@@ -177,7 +177,7 @@ func (d *detector) start() {
 // watch starts watching holding h of l, whose attempt began at sent. An
 // attempt that began before tracking was last re-established may have
 // been read untracked: it is checked at once, which tracks it.
-func (d *detector) watch(l *Lock, h *holding, sent time.Time) {
+func (d *detector) watch(l *Lock, h *holding, sent time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.start()
@@ -186,7 +186,7 @@ func (d *detector) watch(l *Lock, h *holding, sent time.Time) {
 		w.next = &old
 	}
 	d.watched[l.name] = w
-	if !sent.After(d.since) {
+	if sent <= d.since {
 		d.pending[l.name] = struct{}{}
 		d.run()
 	}
@@ -307,7 +307,7 @@ func (d *detector) setUp(i int, id int64, err error) {
 // recheckAll queues every watched name and notes that tracking changed;
 // d.mu is held.
 func (d *detector) recheckAll() {
-	d.since = time.Now()
+	d.since = monotonic()
 	for name := range d.watched {
 		d.pending[name] = struct{}{}
 	}
