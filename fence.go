@@ -76,17 +76,13 @@ func withFence(ctx context.Context, h *holding) context.Context {
 	return context.WithValue(ctx, fenceKey{}, h.fence)
 }
 
-// acquireCommand is an attempt's command for h: plain SET NX PX (the
-// acquire script, which also reads the key, with loss detection on), or
-// the fenced acquire script that also reads the node's fence.
+// acquireCommand is an attempt's command for h: plain SET NX PX, or the
+// fenced acquire script that also reads the node's fence. With loss
+// detection on, the key is tracked later, by the detector's first check
+// of the holding (tracking.go).
 func (l *Lock) acquireCommand(h *holding) *command {
 	if l.x != nil && l.x.setCmd != nil {
 		return l.x.setCmd(h.arg)
-	}
-	if !l.cfg.fencing && l.f.det != nil {
-		// Loss detection: the script reads the key back, so that the
-		// tracking connection tracks it, in the same one command.
-		return &command{script: acquireScript, args: []any{acquireScript.hashArg, 1, l.nameArg, h.arg, l.ttlArg}, judge: judgeOne, detached: true}
 	}
 	if !l.cfg.fencing {
 		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}

@@ -426,7 +426,7 @@ func (c *command) opName() string {
 	switch {
 	case c.script == releaseScript:
 		return "release"
-	case c.script == acquireScript, c.name == "SET": // the acquire script is SET NX PX with a read
+	case c.name == "SET":
 		return "set"
 	case c.script != nil:
 		return c.script.name

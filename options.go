@@ -169,9 +169,11 @@ func (c *config) factoryOnlyGiven(name string) {
 // pipelined path of NewFactory and NewFactoryFromURLs (and
 // NewFactoryFromNodes over PoolNodes of *redis.Pool); with
 // WithPipelining(false), other Pool types, or nodes of other clients it
-// does nothing, and a loss is noticed as before. Off, no connection is
-// added, tracking stays off and a plain attempt is SET NX PX (on, it is
-// the acquire script, which also reads the key: still one command). Like
+// does nothing, and a loss is noticed as before. Either way a plain
+// attempt is SET NX PX: on, each holding is checked once 10 ms after it
+// began, which makes the nodes track its key (a lock released sooner costs
+// nothing more), and a loss before that check is found by it. Off, no
+// connection is added and tracking stays off. Like
 // WithPipelining, it is factory-level: giving it to one lock is an
 // ErrInvalidArgument.
 func WithLossDetection(on bool) Option {

@@ -32,7 +32,6 @@ type script struct {
 }
 
 var (
-	acquireScript       = loadScript("acquire")
 	releaseScript       = loadScript("release")
 	releaseManyScript   = loadScript("release_many")
 	extendScript        = loadScript("extend")
@@ -48,7 +47,7 @@ var (
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{acquireScript, releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, checkManyScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, checkManyScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
 
 func init() {
 	for i, s := range allScripts {

@@ -92,6 +92,63 @@ func TestLossDetectionDelete(t *testing.T) {
 	}
 }
 
+// TestLossDetectionBareAcquire checks that loss detection costs an
+// acquisition nothing at the nodes: the acquire is a bare SET NX PX, and
+// the release its one script, for locks released before the detector's
+// first check. A holding that outlived it was checked (one more script
+// per node and check round).
+func TestLossDetectionBareAcquire(t *testing.T) {
+	c, f := factory(t, redlock.WithAutoextend(false))
+	ctx := ctxT(t, 20*time.Second)
+	l := f.NewLock("detect-bare")
+	warmUp(t, ctx, l)
+	settled(t, c)
+	for _, n := range c.Nodes {
+		n.Do("CONFIG", "RESETSTAT")
+	}
+	checks := redlock.LossDetectionOf(f).Checks
+	const cycles = 20
+	for range cycles {
+		warmUp(t, ctx, l)
+	}
+	settled(t, c)
+	extra := int64(redlock.LossDetectionOf(f).Checks - checks)
+	for i := range c.Nodes {
+		if sets, scripts := commandCalls(t, c, i, "set"), scriptCalls(t, c, i); sets != cycles || scripts != cycles+extra {
+			t.Errorf("node %d: %d SETs and %d scripts in %d cycles (%d check rounds); want %d and %d",
+				i, sets, scripts, cycles, extra, cycles, cycles+extra)
+		}
+	}
+}
+
+// TestLossDetectionBeforeFirstCheck breaks a lock's keys on a quorum right
+// after Acquire, before the detector's first check tracks them: that
+// check finds the lock lost.
+func TestLossDetectionBeforeFirstCheck(t *testing.T) {
+	for _, how := range []string{"delete", "overwrite"} {
+		t.Run(how, func(t *testing.T) {
+			c, f := factory(t, redlock.WithAutoextend(false))
+			l := f.NewLock("detect-early")
+			ctx := ctxT(t, 10*time.Second)
+			// The first acquisition of a factory sets tracking up, and
+			// is checked at once for that: this test is about the next.
+			warmUp(t, ctx, l)
+			detectionReady(t, f, 0, 0)
+			if _, err := l.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range c.Nodes[:2] {
+				if how == "delete" {
+					n.Do("DEL", "detect-early")
+				} else {
+					n.Do("SET", "detect-early", "intruder", "KEEPTTL")
+				}
+			}
+			lostWithin(t, l)
+		})
+	}
+}
+
 // TestLossDetectionOverwrite overwrites a held lock's key with another
 // token on a quorum, keeping its TTL: the key still exists, but the lock is
 // lost.

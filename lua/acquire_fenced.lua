@@ -14,7 +14,7 @@
 -- Returns nil when the key is taken; else {1, g} when g was committed, or
 -- {0, f}. A fence key of another type reads as 0 (redis.pcall), so it
 -- cannot block the lock. The lock key is read after the SET, so that a
--- tracking connection tracks it (acquire.lua).
+-- tracking connection tracks it (tracking.go).
 if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	return false
 end
