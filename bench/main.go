@@ -63,7 +63,8 @@ type config struct {
 	rounds    int
 	redisBin  string
 	args      []string
-	observed  bool // -observed
+	observed  bool     // -observed
+	targets   []string // -targets; nil: all
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -75,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	rounds := fs.Int("rounds", 0, "interleaved rounds per workload, to even out a noisy machine (default 5, 1 with -quick)")
 	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
 	observed := fs.Bool("observed", false, "also measure redlock with a no-op observer (redlock-noop) and the otel module's (redlock-otel)")
+	targets := fs.String("targets", "", "comma-separated targets to measure, such as redlock,redsync (default: all); a goal is checked when its targets ran")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -94,7 +96,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case r == 0:
 		r = 5
 	}
-	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args, observed: *observed}, nil
+	var names []string
+	for _, n := range strings.Split(*targets, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args, observed: *observed, targets: names}, nil
 }
 
 // defaultOut is bench/ when run from the repository root (with a go.work),
@@ -123,6 +131,26 @@ func selectWorkloads(all []benchkit.Workload, list string) ([]benchkit.Workload,
 		}
 		if !found {
 			return nil, fmt.Errorf("bench: unknown workload %q (known: W1..W9, W1-3, W1-5)", id)
+		}
+	}
+	return out, nil
+}
+
+// selectTargets keeps the targets named in names, in table order; none
+// named keeps them all.
+func selectTargets(all []target, names []string) ([]target, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []target
+	for _, t := range all {
+		if slices.Contains(names, t.name) {
+			out = append(out, t)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(all, func(t target) bool { return t.name == n }) {
+			return nil, fmt.Errorf("bench: unknown target %q", n)
 		}
 	}
 	return out, nil
@@ -291,6 +319,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := env{rounds: cfg.rounds, targets: targets()}
 	if cfg.observed {
 		e.targets = append(e.targets[:1:1], append(observedTargets(), e.targets[1:]...)...)
+	}
+	if e.targets, err = selectTargets(e.targets, cfg.targets); err != nil {
+		return err
 	}
 	for _, n := range nodes {
 		e.addrs = append(e.addrs, n.addr)
