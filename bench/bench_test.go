@@ -135,3 +135,37 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSelectTargets(t *testing.T) {
+	all := targets()
+	for _, tc := range []struct {
+		args    []string
+		want    string // target names, in table order
+		wantErr bool
+	}{
+		{args: nil, want: "all"},
+		{args: []string{"-targets", "redsync, redlock"}, want: "redlock,redsync"},
+		{args: []string{"-targets", "redlock,nope"}, wantErr: true},
+	} {
+		cfg, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := selectTargets(all, cfg.targets)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%q: error %v, want error %v", tc.args, err, tc.wantErr)
+			continue
+		}
+		var names []string
+		for _, x := range got {
+			names = append(names, x.name)
+		}
+		if tc.want == "all" {
+			if len(got) != len(all) {
+				t.Errorf("%q: %d targets, want all %d", tc.args, len(got), len(all))
+			}
+		} else if !tc.wantErr && strings.Join(names, ",") != tc.want {
+			t.Errorf("%q: targets %v, want %s", tc.args, names, tc.want)
+		}
+	}
+}
