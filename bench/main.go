@@ -436,7 +436,7 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 			return nil, nil, fmt.Errorf("bench: %s: %w", t.name, err)
 		}
 	}
-	if w.Kind == benchkit.Keep || w.Kind == benchkit.Detect {
+	if w.Kind != benchkit.Allocs {
 		// Raw pools of the workload's nodes: INFO is read and keys are
 		// broken on connections of no target.
 		raw, err := newPools(e.addrs[:w.NodeCount])

@@ -250,6 +250,7 @@ func (r *report) printTables(w io.Writer) {
 				fmtMs(res.Cycle.Max), acqP50, acqP99, res.Errors, res.Overlaps, allocs, bytes)
 		}
 	}
+	r.printCPU(w)
 	keepCols := []string{"locks", "acquired", "lost", "acquire p50", "hold s", "client CPU s", "CPU % of a core", "heap B/lock",
 		"server CPU s", "commands/s", "processed/s", "scripts/s", "goroutines"}
 	r.printKindTables(w, "keep", keepCols, func(res benchkit.Result) (string, bool) {
@@ -382,4 +383,28 @@ func (r *report) writeMarkdown(path string) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
+}
+
+// printCPU writes the CPU time per operation of the cycle workloads: the
+// client's and the nodes' (all the workload's nodes, whichever the target
+// uses). Where both share the machine's cores, their sum bounds the
+// throughput.
+func (r *report) printCPU(w io.Writer) {
+	header := false
+	for _, wl := range r.Workloads {
+		for _, res := range wl.Results {
+			if res.Ops == 0 || res.ClientCPUSeconds <= 0 {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(w, "\nCPU per cycle in µs: the process (getrusage) and the workload's nodes (INFO cpu, summed).")
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "| workload | target | client | servers | total |")
+				fmt.Fprintln(w, "|---|---|--:|--:|--:|")
+				header = true
+			}
+			c, s := 1e6*res.ClientCPUSeconds/float64(res.Ops), 1e6*res.ServerCPUSeconds/float64(res.Ops)
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f |\n", wl.ID, res.Target, c, s, c+s)
+		}
+	}
 }

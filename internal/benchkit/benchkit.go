@@ -148,9 +148,10 @@ type Workload struct {
 	// notice a loss; a longer wait is counted as a miss.
 	MaxWait time.Duration
 	// Nodes are raw pools of the workload's nodes, apart from the
-	// targets' own: a Keep workload reads INFO commandstats, cpu and stats
-	// through them before and after its hold (optional), a Detect workload
-	// deletes or overwrites the lock's keys through them (required).
+	// targets' own: Cycle and Keep workloads read INFO (cpu; Keep also
+	// commandstats and stats) through them before and after the run
+	// (optional), a Detect workload deletes or overwrites the lock's keys
+	// through them (required).
 	Nodes []redlock.Pool
 
 	// KeyPrefix starts every key of the run. Run adds a random part, so
@@ -237,6 +238,14 @@ type Result struct {
 	// Overlaps counts entries into the shared key's critical section while
 	// another goroutine was inside (CheckOverlap).
 	Overlaps int64 `json:"overlaps"`
+
+	// ClientCPUSeconds is the CPU time of the process (getrusage) during a
+	// Cycle run, and ServerCPUSeconds that of the workload's nodes (INFO
+	// cpu, summed; 0 when the workload does not name them). On a machine
+	// whose client and servers share the cores, their sum per operation is
+	// what bounds throughput.
+	ClientCPUSeconds float64 `json:"client_cpu_s,omitempty"`
+	ServerCPUSeconds float64 `json:"server_cpu_s,omitempty"`
 
 	// AllocsPerOp and BytesPerOp are the heap allocations of one cycle
 	// (Allocs workloads).

@@ -58,10 +58,12 @@ func TestMergeRecomputes(t *testing.T) {
 	b := a
 	b.CycleSamples, b.AcquireSamples = benchkit.NewRecorder(0), benchkit.NewRecorder(0)
 	b.Ops, b.AllocsPerOp = 6, 30
+	a.ClientCPUSeconds, b.ClientCPUSeconds, a.ServerCPUSeconds, b.ServerCPUSeconds = 0.25, 0.5, 1, 2
 	a.CycleSamples.Record(time.Millisecond)
 	b.CycleSamples.Record(3 * time.Millisecond)
 	m := benchkit.Merge(a, b)
-	if m.Ops != 8 || m.OpsPerSec != 4 || m.Cycle.N != 2 || m.Cycle.Max != 3*time.Millisecond || m.AllocsPerOp != 25 {
+	if m.Ops != 8 || m.OpsPerSec != 4 || m.Cycle.N != 2 || m.Cycle.Max != 3*time.Millisecond || m.AllocsPerOp != 25 ||
+		m.ClientCPUSeconds != 0.75 || m.ServerCPUSeconds != 3 {
 		t.Fatalf("merged %+v", m)
 	}
 }
@@ -69,7 +71,7 @@ func TestMergeRecomputes(t *testing.T) {
 func TestCycleOursAndFloor(t *testing.T) {
 	ps := pools(t, 3)
 	ctx := context.Background()
-	w := benchkit.Workload{ID: "W2", Kind: benchkit.Cycle, Goroutines: 8, Duration: 300 * time.Millisecond}
+	w := benchkit.Workload{ID: "W2", Kind: benchkit.Cycle, Goroutines: 8, Duration: 300 * time.Millisecond, Nodes: ps}
 	floor := benchkit.Floor("floor", ps, false)
 	defer floor.Close()
 	for _, target := range []benchkit.Target{ours(t, ps), floor} {
@@ -80,6 +82,9 @@ func TestCycleOursAndFloor(t *testing.T) {
 		if res.Ops < 10 || res.Errors != 0 || res.Cycle.P50 <= 0 || res.Cycle.N != int(res.Ops) ||
 			res.Acquire.P50 <= 0 || res.Acquire.P50 > res.Cycle.Max || res.OpsPerSec <= 0 {
 			t.Fatalf("%s: implausible result %+v (first error %q)", target.Name(), res, res.FirstError)
+		}
+		if res.ClientCPUSeconds <= 0 || res.ServerCPUSeconds <= 0 {
+			t.Fatalf("%s: CPU client %v s, servers %v s: not measured", target.Name(), res.ClientCPUSeconds, res.ServerCPUSeconds)
 		}
 	}
 }

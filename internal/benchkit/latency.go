@@ -93,7 +93,7 @@ type Latency struct {
 // of an interleaved run: counts and times add up and the percentiles are
 // recomputed from the samples. Allocation figures are averaged weighted by
 // Ops, Keep results are taken from the first result that has one, and
-// Detect results add up.
+// Detect results and CPU times add up.
 func Merge(rs ...Result) Result {
 	if len(rs) == 0 {
 		return Result{}
@@ -109,6 +109,8 @@ func Merge(rs ...Result) Result {
 		}
 		out.Elapsed += r.Elapsed
 		out.Overlaps += r.Overlaps
+		out.ClientCPUSeconds += r.ClientCPUSeconds
+		out.ServerCPUSeconds += r.ServerCPUSeconds
 		out.CycleSamples.Merge(r.CycleSamples)
 		out.AcquireSamples.Merge(r.AcquireSamples)
 		allocs += r.AllocsPerOp * float64(r.Ops)

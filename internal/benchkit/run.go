@@ -48,12 +48,18 @@ func runCycle(ctx context.Context, t Target, w Workload) (Result, error) {
 	var chk OverlapChecker
 	stats := make([]goroutineStats, g)
 	var wg sync.WaitGroup
+	srv0 := readServerStats(ctx, w.Nodes)
+	cpu0 := cpuSeconds()
 	start := time.Now()
 	for i := range g {
 		wg.Go(func() { stats[i] = cycleLoop(runCtx, lockers[i], w, &chk) })
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
+	res.ClientCPUSeconds = cpuSeconds() - cpu0
+	if srv1 := readServerStats(ctx, w.Nodes); srv0.read == len(w.Nodes) && srv1.read == len(w.Nodes) {
+		res.ServerCPUSeconds = srv1.cpu - srv0.cpu
+	}
 	res.CycleSamples, res.AcquireSamples = NewRecorder(0), NewRecorder(0)
 	for _, s := range stats {
 		res.Ops += s.ops
