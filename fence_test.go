@@ -292,11 +292,7 @@ func TestFenceRounds(t *testing.T) {
 		scripts int64 // per node per cycle: acquire, commit, release
 	}{{0, 2}, {-time.Hour, 3}, {time.Hour, 3}, {0, 2}} {
 		restore := fenceclock.Skew(tc.skew)
-		settled(t, c)
-		for _, n := range c.Nodes {
-			n.Do("CONFIG", "RESETSTAT")
-		}
-		checks := redlock.LossDetectionOf(f).Checks
+		checks := resetStats(t, c, f)
 		const cycles = 5
 		for range cycles {
 			if _, err := l.Acquire(ctx); err != nil {
@@ -338,6 +334,18 @@ func settled(t *testing.T, c *redistest.Cluster) {
 		time.Sleep(50 * time.Millisecond)
 		return ok
 	})
+}
+
+// resetStats waits until the nodes have settled, resets their command
+// counts, and returns how many check rounds f's loss detector has run: each
+// adds one script per node.
+func resetStats(t *testing.T, c *redistest.Cluster, f *redlock.Factory) int {
+	t.Helper()
+	settled(t, c)
+	for _, n := range c.Nodes {
+		n.Do("CONFIG", "RESETSTAT")
+	}
+	return redlock.LossDetectionOf(f).Checks
 }
 
 // scriptCalls is node i's count of EVALSHA and EVAL calls since its last

@@ -102,11 +102,7 @@ func TestLossDetectionBareAcquire(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	l := f.NewLock("detect-bare")
 	warmUp(t, ctx, l)
-	settled(t, c)
-	for _, n := range c.Nodes {
-		n.Do("CONFIG", "RESETSTAT")
-	}
-	checks := redlock.LossDetectionOf(f).Checks
+	checks := resetStats(t, c, f)
 	const cycles = 20
 	for range cycles {
 		warmUp(t, ctx, l)
