@@ -105,3 +105,62 @@ func TestBatchTransportOneOrder(t *testing.T) {
 		}
 	}
 }
+
+// lateBatcher is a batching node that runs each batch after delay and
+// counts the keys of the cleaners' batched deletes (release_many).
+type lateBatcher struct {
+	redlock.Node
+	delay   time.Duration
+	deletes *atomic.Int64
+}
+
+func (b lateBatcher) DoBatch(ctx context.Context, batch []redlock.Command) {
+	time.Sleep(b.delay)
+	for i := range batch {
+		c := &batch[i]
+		if c.Script != nil {
+			if c.Script.Name() == "release_many" {
+				b.deletes.Add(int64(len(c.Keys)))
+			}
+			c.Reply, c.Err = b.RunScript(ctx, c.Script, c.Keys, c.Args...)
+		} else {
+			c.Reply, c.Err = b.Do(ctx, c.Name, c.Args...)
+		}
+	}
+}
+
+// TestLateSetGetsOneCleanupDelete: on a node that answers after the
+// quorum, every uncontended cycle's SET comes too late to be counted, and
+// Release leaves its node's cleaner a delete behind it. A SET that
+// answered has landed, so one delete is enough; only a SET whose call
+// failed may land later and is deleted again (minUncertainTries).
+func TestLateSetGetsOneCleanupDelete(t *testing.T) {
+	c, pools := cluster(t, 3)
+	var deletes [3]atomic.Int64
+	nodes := make([]redlock.Node, len(pools))
+	for i, p := range pools {
+		delay := time.Duration(0)
+		if i == 2 {
+			delay = 5 * time.Millisecond
+		}
+		nodes[i] = lateBatcher{Node: redlock.PoolNode(p), delay: delay, deletes: &deletes[i]}
+	}
+	f, err := redlock.NewFactoryFromNodes(nodes, redlock.WithAutoextend(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 20*time.Second)
+	l := f.NewLock("late-set")
+	const cycles = 20
+	for range cycles {
+		warmUp(t, ctx, l)
+	}
+	settled(t, c)
+	if got := deletes[2].Load(); got < 1 || got > cycles {
+		t.Fatalf("the late node's cleaner sent %d deletes in %d cycles, want 1 to %d", got, cycles, cycles)
+	}
+	if n := c.Nodes[2].Do("EXISTS", "late-set"); n != int64(0) {
+		t.Fatalf("EXISTS on the late node = %v: the key was left behind", n)
+	}
+}

@@ -43,6 +43,7 @@ type discard struct {
 type pendingDiscard struct {
 	discard
 	uncertain bool              // its SET's reply was lost: it may land later
+	set       *finish           // when set: uncertain iff this node's call of that round failed
 	tries     int               // deletes sent so far
 	since     time.Time         // when it was queued
 	after     []<-chan struct{} // the delete must wait for these (calls still running)
@@ -87,10 +88,43 @@ func (c *cleaner) waitIdle() {
 // (calls on the node that the delete must follow). A delete already queued
 // is merged; one that does not fit is dropped.
 func (c *cleaner) add(d discard, uncertain bool, after ...<-chan struct{}) {
+	c.enqueue(pendingDiscard{discard: d, uncertain: uncertain, after: after})
+}
+
+// addAfterSet queues the delete of a key that the attempt's round set
+// wrote, to be sent once set's calls and after are done. It is retried as
+// uncertain only when this node's call of set failed: a SET that answered
+// has landed, and one delete behind it is enough. (Every late SET used to
+// get minUncertainTries deletes: on a go-redis node, three extra script
+// calls for most uncontended cycles, whose third SET comes after the
+// quorum.)
+func (c *cleaner) addAfterSet(d discard, set *finish, after ...<-chan struct{}) {
+	if set == nil { // a FIFO connection's attempt: nothing to learn from
+		c.add(d, true, after...)
+		return
+	}
+	c.enqueue(pendingDiscard{discard: d, set: set, after: append(after, set.done)})
+}
+
+// addBehind queues the delete of a key behind the attempt's round fin
+// (addAfterSet), or, on a FIFO connection (fin nil), behind nothing: the
+// delete follows the attempt on the same connection; uncertain then says
+// whether it is retried.
+func (c *cleaner) addBehind(d discard, uncertain bool, fin *finish) {
+	if fin != nil {
+		c.addAfterSet(d, fin)
+		return
+	}
+	c.add(d, uncertain)
+}
+
+func (c *cleaner) enqueue(p pendingDiscard) {
+	d := p.discard
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if i, ok := c.queued[d]; ok {
-		c.queue[i].uncertain = c.queue[i].uncertain || uncertain
+		// Merged: retried if either would be (a set of its own counts).
+		c.queue[i].uncertain = c.queue[i].uncertain || p.uncertain || p.set != nil
 		return
 	}
 	if len(c.queue) >= maxCleanupQueue {
@@ -101,7 +135,8 @@ func (c *cleaner) add(d discard, uncertain bool, after ...<-chan struct{}) {
 		return
 	}
 	c.queued[d] = len(c.queue)
-	c.queue = append(c.queue, pendingDiscard{discard: d, uncertain: uncertain, after: after, since: time.Now()})
+	p.since = time.Now()
+	c.queue = append(c.queue, p)
 	if !c.running && c.o.spawn(c.loop) {
 		c.running = true
 	}
@@ -200,7 +235,8 @@ func (c *cleaner) send(batch []pendingDiscard) bool {
 	}
 	for i, p := range batch {
 		p.tries++
-		again := rep.err != nil || rep.raw.([]int64)[i] == 0 && p.uncertain && p.tries < minUncertainTries
+		uncertain := p.uncertain || p.set != nil && p.set.failedOn(c.n.index)
+		again := rep.err != nil || rep.raw.([]int64)[i] == 0 && uncertain && p.tries < minUncertainTries
 		if again {
 			c.requeue(p)
 		}

@@ -17,11 +17,11 @@ var errReleased = errors.New("redlock: released")
 // owner all look at this one value.
 type holding struct {
 	token   string
-	arg     any             // token, boxed once for every command that carries it
-	counted uint64          // the nodes whose SET was counted in the attempt
-	fin     <-chan struct{} // pool transports: the attempt's calls are done
-	fence   int64           // the fencing token; 0 when not fenced (fence.go)
-	l       *Lock           // its lock; nil for a MultiLock's set
+	arg     any     // token, boxed once for every command that carries it
+	counted uint64  // the nodes whose SET was counted in the attempt
+	fin     *finish // transports that are not FIFO: the attempt's calls
+	fence   int64   // the fencing token; 0 when not fenced (fence.go)
+	l       *Lock   // its lock; nil for a MultiLock's set
 
 	mu         sync.Mutex
 	cause      error                // nil while live

@@ -284,9 +284,7 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, err
 	// cancelled attempt learns what each node did and can clean up after it.
 	r := l.fan.run(ctx, l.acquireCommand(h), false)
 	h.counted = r.got
-	if r.fin != nil {
-		h.fin = r.fin.done
-	}
+	h.fin = r.fin
 	validity := l.validity(r)
 	var err error
 	if r.reached(l.cfg.quorum) && validity > 0 && l.cfg.fencing {
@@ -329,7 +327,7 @@ func (l *Lock) discard(h *holding, r *round) {
 					n.cleaner.add(d, r.slots[i].err != nil)
 				}
 			default:
-				n.cleaner.add(d, true, h.fin)
+				n.cleaner.addAfterSet(d, h.fin)
 			}
 		}
 		if ordered {
@@ -570,7 +568,7 @@ func (l *Lock) releaseNodes(ctx context.Context, h *holding, fan *fanout) round 
 		d := l.discardOf(h)
 		for i, n := range l.fan.nodes {
 			if h.counted&(1<<i) == 0 {
-				n.cleaner.add(d, true, h.fin, r.fin.done)
+				n.cleaner.addAfterSet(d, h.fin, r.fin.done)
 			}
 		}
 	}

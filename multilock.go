@@ -178,10 +178,7 @@ func (m *MultiLock) attempt(ctx context.Context) (time.Duration, error) {
 	var arg any = token
 	set := &command{script: multiSetScript, args: append(multiArgs(multiSetScript, m.setArgs), arg, first.ttlArg), judge: judgeOne, detached: true}
 	r := first.fan.run(ctx, set, false)
-	var fin <-chan struct{}
-	if r.fin != nil {
-		fin = r.fin.done
-	}
+	fin := r.fin
 	validity := first.validity(r)
 	if !r.reached(first.cfg.quorum) || validity <= 0 {
 		m.discard(token, &r, fin)
@@ -196,8 +193,8 @@ func (m *MultiLock) attempt(ctx context.Context) (time.Duration, error) {
 
 // discard deletes a failed attempt's keys through the nodes' cleaners, on
 // every node that did not refuse: behind the attempt's own call, which is
-// on the same connection (pipelined) or awaited (fin, pool connections).
-func (m *MultiLock) discard(token string, r *round, fin <-chan struct{}) {
+// on the same connection (pipelined) or awaited (fin, other transports).
+func (m *MultiLock) discard(token string, r *round, fin *finish) {
 	first := m.keys[0]
 	for i, n := range first.fan.nodes {
 		if r.refused(i) {
@@ -205,23 +202,14 @@ func (m *MultiLock) discard(token string, r *round, fin <-chan struct{}) {
 		}
 		uncertain := r.got&(1<<i) == 0 || r.slots[i].err != nil
 		for _, l := range m.keys {
-			n.cleaner.add(discard{key: l.name, token: token, until: time.Now().Add(l.cfg.ttl)}, uncertain, after(fin)...)
+			n.cleaner.addBehind(discard{key: l.name, token: token, until: time.Now().Add(l.cfg.ttl)}, uncertain, fin)
 		}
 	}
 }
 
-// after is what a cleanup must wait for: a pool round's calls (fin), or
-// nothing on a pipelined connection, where the delete follows the attempt.
-func after(fin <-chan struct{}) []<-chan struct{} {
-	if fin == nil {
-		return nil
-	}
-	return []<-chan struct{}{fin}
-}
-
 // startHolding starts a holding of every name, and of the set over them:
 // the loss of any name (or Close) ends the set and gives up the others.
-func (m *MultiLock) startHolding(token string, arg any, counted uint64, fin <-chan struct{}, until time.Time) error {
+func (m *MultiLock) startHolding(token string, arg any, counted uint64, fin *finish, until time.Time) error {
 	set := &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: onMonotonic(until)}
 	parts := make([]*holding, len(m.keys))
 	for i := range m.keys {
@@ -383,7 +371,7 @@ func (m *MultiLock) Release(ctx context.Context) error {
 		// The delete failed or is still running, or on a pool connection
 		// the attempt's own call may land after it.
 		for _, l := range m.keys {
-			n.cleaner.add(l.discardOf(set), true, after(set.fin)...)
+			n.cleaner.addBehind(l.discardOf(set), true, set.fin)
 		}
 	}
 	for i, l := range m.keys {

@@ -78,10 +78,12 @@ func (c *call) recycle() {
 }
 
 // finish is closed once every call of a pool round is done, so that a
-// cleanup can follow a SET whose reply came too late to be counted.
+// cleanup can follow a SET whose reply came too late to be counted, and
+// records which of those calls failed.
 type finish struct {
-	left atomic.Int32
-	done chan struct{}
+	left   atomic.Int32
+	failed atomic.Uint64 // the nodes whose call ended in an error
+	done   chan struct{}
 }
 
 func newFinish(n int) *finish {
@@ -95,6 +97,10 @@ func (f *finish) one() {
 		close(f.done)
 	}
 }
+
+// failedOn reports whether node i's call failed: without a reply, its
+// command may still land. It is final once done is closed.
+func (f *finish) failedOn(i int) bool { return f.failed.Load()&(1<<i) != 0 }
 
 // Command implements pipeline.Call.
 func (c *call) Command() (string, []any) { return c.name, c.args }
@@ -129,6 +135,9 @@ func (c *call) deliver(rep reply) {
 	*c.slot = rep
 	c.out <- c.idx
 	if c.fin != nil {
+		if rep.err != nil {
+			c.fin.failed.Or(1 << c.idx)
+		}
 		c.fin.one()
 	}
 	if c.buf != nil {
