@@ -3,15 +3,10 @@ package redlock_test
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
 )
 
 // TestAutoextendKeepsShortLock holds a 2 s lock for 5 s: the autoextender
@@ -184,9 +179,9 @@ func TestAutoextendBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := evalCalls(t, c, 0)
+	before := scriptCalls(t, c, 0)
 	time.Sleep(3 * time.Second)
-	calls := evalCalls(t, c, 0) - before
+	calls := scriptCalls(t, c, 0) - before
 	for i, l := range held {
 		if l.Err() != nil {
 			t.Fatalf("lock %d lost: %v", i, l.Err())
@@ -202,25 +197,6 @@ func TestAutoextendBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// evalCalls counts the EVAL and EVALSHA calls node i has served.
-func evalCalls(t *testing.T, c *redistest.Cluster, i int) int {
-	t.Helper()
-	info, err := redis.String(c.Nodes[i].Do("INFO", "commandstats"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, line := range strings.Split(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-				total += n
-			}
-		}
-	}
-	return total
 }
 
 // TestExpiryOfManyHoldings: a factory's holdings expire each at the end
