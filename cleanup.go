@@ -91,31 +91,20 @@ func (c *cleaner) add(d discard, uncertain bool, after ...<-chan struct{}) {
 	c.enqueue(pendingDiscard{discard: d, uncertain: uncertain, after: after})
 }
 
-// addAfterSet queues the delete of a key that the attempt's round set
-// wrote, to be sent once set's calls and after are done. It is retried as
-// uncertain only when this node's call of set failed: a SET that answered
+// addBehind queues the delete of a key that the attempt's round fin
+// wrote, to be sent once fin's calls and after are done; it is retried as
+// uncertain only when this node's call of fin failed: a SET that answered
 // has landed, and one delete behind it is enough. (Every late SET used to
 // get minUncertainTries deletes: on a go-redis node, three extra script
 // calls for most uncontended cycles, whose third SET comes after the
-// quorum.)
-func (c *cleaner) addAfterSet(d discard, set *finish, after ...<-chan struct{}) {
-	if set == nil { // a FIFO connection's attempt: nothing to learn from
-		c.add(d, true, after...)
+// quorum.) On a FIFO connection fin is nil and the delete follows the
+// attempt on the same connection: uncertain says whether it is retried.
+func (c *cleaner) addBehind(d discard, uncertain bool, fin *finish, after ...<-chan struct{}) {
+	if fin == nil {
+		c.add(d, uncertain, after...)
 		return
 	}
-	c.enqueue(pendingDiscard{discard: d, set: set, after: append(after, set.done)})
-}
-
-// addBehind queues the delete of a key behind the attempt's round fin
-// (addAfterSet), or, on a FIFO connection (fin nil), behind nothing: the
-// delete follows the attempt on the same connection; uncertain then says
-// whether it is retried.
-func (c *cleaner) addBehind(d discard, uncertain bool, fin *finish) {
-	if fin != nil {
-		c.addAfterSet(d, fin)
-		return
-	}
-	c.add(d, uncertain)
+	c.enqueue(pendingDiscard{discard: d, set: fin, after: append(after, fin.done)})
 }
 
 func (c *cleaner) enqueue(p pendingDiscard) {

@@ -327,7 +327,7 @@ func (l *Lock) discard(h *holding, r *round) {
 					n.cleaner.add(d, r.slots[i].err != nil)
 				}
 			default:
-				n.cleaner.addAfterSet(d, h.fin)
+				n.cleaner.addBehind(d, true, h.fin)
 			}
 		}
 		if ordered {
@@ -568,7 +568,7 @@ func (l *Lock) releaseNodes(ctx context.Context, h *holding, fan *fanout) round 
 		d := l.discardOf(h)
 		for i, n := range l.fan.nodes {
 			if h.counted&(1<<i) == 0 {
-				n.cleaner.addAfterSet(d, h.fin, r.fin.done)
+				n.cleaner.addBehind(d, true, h.fin, r.fin.done)
 			}
 		}
 	}
