@@ -29,9 +29,9 @@ const maxExtendBatch = 1000
 // whose validity ran out are lost. The bookkeeping of both lives in the
 // holdings themselves.
 type extender struct {
-	nodes []*node
-	o     *owner
-	obs   *observer // the factory's, for node errors of the batches
+	g   *nodeGroup
+	o   *owner
+	obs *observer // the factory's, for node errors of the batches
 
 	mu        sync.Mutex
 	idle      *sync.Cond // signalled when a batch is done
@@ -46,8 +46,8 @@ type extender struct {
 	kick      chan struct{}
 }
 
-func newExtender(nodes []*node, o *owner) *extender {
-	e := &extender{nodes: nodes, o: o, kick: make(chan struct{}, 1), linger: true}
+func newExtender(g *nodeGroup) *extender {
+	e := &extender{g: g, o: g.o, kick: make(chan struct{}, 1), linger: true}
 	e.timer = time.NewTimer(idleWake)
 	e.timer.Stop()
 	e.expiry = time.AfterFunc(idleWake, e.expire)
@@ -352,19 +352,16 @@ func (e *extender) stop() {
 
 // extend sends one batch to every node and applies the outcome per lock.
 func (e *extender) extend(batch []*holding) {
-	args := make([]any, 0, 2+3*len(batch))
-	args = append(args, extendManyScript.hashArg, len(batch))
+	keys := make([]any, len(batch))
+	args := make([]any, 0, 2*len(batch))
 	var nodeTimeout time.Duration
-	for _, h := range batch {
-		args = append(args, h.l.name)
+	for i, h := range batch {
+		keys[i] = h.l.nameArg
+		args = append(args, h.arg, h.l.ttlArg)
 		nodeTimeout = max(nodeTimeout, h.l.cfg.nodeTimeout)
 	}
-	for _, h := range batch {
-		args = append(args, h.arg, h.l.ttlArg)
-	}
-	cmd := command{script: extendManyScript, args: args, judge: judgeList(len(batch))}
-	fan := fanout{nodes: e.nodes, quorum: len(e.nodes), nodeTimeout: nodeTimeout, dying: e.o.dying, obs: e.obs}
-	r := fan.run(context.Background(), &cmd, true)
+	fan := e.g.fan(len(e.g.nodes), nodeTimeout, e.obs)
+	r := fan.run(context.Background(), extendManyScript.cmd(judgeList(len(batch)), keys, args...), true)
 	for i, h := range batch {
 		e.apply(h, r, i)
 	}
@@ -389,8 +386,8 @@ func (e *extender) apply(h *holding, r round, i int) {
 	if yes >= l.cfg.quorum {
 		// The lock's validity counts to the quorum-th yes, as for one lock.
 		slices.Sort(yesAt[:yes])
-		validity := l.cfg.ttl - yesAt[l.cfg.quorum-1] - l.cfg.drift()
-		if validity > 0 && h.extendTo(r.start.Add(l.cfg.ttl-l.cfg.drift())) == nil {
+		validity := l.cfg.validityAt(r.start, r.start.Add(yesAt[l.cfg.quorum-1]))
+		if validity > 0 && h.extendTo(l.cfg.validUntil(r.start)) == nil {
 			l.obs.extended(l.name, true, nil)
 			e.reschedule(h, validity*3/4)
 			return
@@ -400,8 +397,8 @@ func (e *extender) apply(h *holding, r round, i int) {
 	if !h.live() {
 		return // released or lost meanwhile; drop took it out
 	}
-	err := sub.failure("extend", len(e.nodes), l.cfg.quorum)
-	if sub.refusedByQuorum(len(e.nodes), l.cfg.quorum) {
+	err := sub.failure("extend", len(e.g.nodes), l.cfg.quorum)
+	if sub.refusedByQuorum(len(e.g.nodes), l.cfg.quorum) {
 		l.lose(h, LossExtendRefused, err)
 		l.obs.extended(l.name, true, err)
 		return

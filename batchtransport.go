@@ -160,7 +160,5 @@ func (b *batch) add(c *call) error {
 	return nil
 }
 
-func (t *batchTransport) fifo() bool { return false }
-
 // close does nothing: the clients are the caller's.
 func (t *batchTransport) close() {}

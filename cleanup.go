@@ -207,17 +207,14 @@ func allClosed(chs []<-chan struct{}) bool {
 // what must be tried again, and reports whether the node answered. While
 // the owner closes, nothing is requeued: this was the last try.
 func (c *cleaner) send(batch []pendingDiscard) bool {
-	args := make([]any, 0, 2+2*len(batch))
-	args = append(args, releaseManyScript.hashArg, len(batch))
-	for _, p := range batch {
-		args = append(args, p.key)
+	keys := make([]any, len(batch))
+	tokens := make([]any, len(batch))
+	for i, p := range batch {
+		keys[i], tokens[i] = p.key, p.token
 	}
-	for _, p := range batch {
-		args = append(args, p.token)
-	}
-	cmd := command{script: releaseManyScript, args: args, judge: judgeList(len(batch)), detached: true}
+	cmd := releaseManyScript.cmd(judgeList(len(batch)), keys, tokens...).detach()
 	ctx, cancel := context.WithTimeout(context.Background(), c.nodeTimeout)
-	rep := c.n.do(ctx, &cmd, c.nodeTimeout)
+	rep := c.n.do(ctx, cmd, c.nodeTimeout)
 	cancel()
 	if c.o.closing() {
 		return rep.err == nil

@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// ErrNoLeader is returned by Election.Leader when no campaigner leads: no
-// token of the election's key is held by a quorum of nodes.
-var ErrNoLeader error = &sentinel{"redlock: no leader"}
-
 // observeCheck is how often an Observe re-reads the leader when no change
 // was announced: the backstop for an announcement that was lost (a leader
 // that crashed or lost its lock publishes nothing).
@@ -129,7 +125,7 @@ func (e *Election) campaign(ctx context.Context, value string, maxAttempts int) 
 		e.campaigning = false
 		e.mu.Unlock()
 	}()
-	validity, err := e.l.acquire(ctx, maxAttempts)
+	validity, err := acquire(ctx, e.l, e.name, maxAttempts)
 	if err != nil {
 		return 0, err
 	}
@@ -140,8 +136,9 @@ func (e *Election) campaign(ctx context.Context, value string, maxAttempts int) 
 // announce publishes a change of leader on every node, for observers;
 // nobody waits for the replies, which land in the round's buffer.
 func (e *Election) announce() {
-	pub := &command{name: "PUBLISH", args: []any{releaseChannelPrefix + e.name + leaderChannelSuffix, newToken()}, judge: judgeAny, detached: true}
-	e.l.fan.send(context.Background(), pub)
+	pub := plainCmd(judgeAny, "PUBLISH", releaseChannelPrefix+e.name+leaderChannelSuffix, newToken()).detach()
+	r := e.l.fan.send(context.Background(), pub)
+	r.free()
 }
 
 // Resign gives up leadership, if held, and tells observers; see

@@ -30,6 +30,18 @@ var (
 	ErrNoQuorum error = &sentinel{"redlock: no quorum of nodes answered"}
 	// ErrClosed: the Factory was closed.
 	ErrClosed error = &sentinel{"redlock: factory closed"}
+	// ErrNodeBusy: a node had too many commands in flight (it is slow or
+	// hung), so the command failed at once instead of adding one more; it
+	// comes wrapped in a *NodeError, and the other nodes decide the round.
+	ErrNodeBusy error = &sentinel{"redlock: node busy"}
+	// ErrNoLeader is returned by Election.Leader when no campaigner leads:
+	// no token of the election's key is held by a quorum of nodes.
+	ErrNoLeader error = &sentinel{"redlock: no leader"}
+	// ErrFenceNotCommitted is the failure of a fenced attempt whose token
+	// could not be written back to a quorum of nodes within the validity.
+	// The attempt's keys are released; Acquire retries, TryAcquire counts
+	// it as a failed attempt. It matches ErrNotAcquired and ErrRedlock.
+	ErrFenceNotCommitted error = &notAcquiredSentinel{"redlock: fencing token not committed on a quorum"}
 )
 
 // sentinel is an error that matches ErrRedlock.
@@ -37,6 +49,14 @@ type sentinel struct{ msg string }
 
 func (e *sentinel) Error() string        { return e.msg }
 func (e *sentinel) Is(target error) bool { return target == ErrRedlock }
+
+// notAcquiredSentinel is a sentinel that is also an ErrNotAcquired.
+type notAcquiredSentinel struct{ msg string }
+
+func (e *notAcquiredSentinel) Error() string { return e.msg }
+func (e *notAcquiredSentinel) Is(target error) bool {
+	return target == ErrRedlock || target == ErrNotAcquired
+}
 
 // InsufficientNodesError reports a node list shorter than the three nodes
 // Redlock needs. It matches ErrRedlock and ErrInvalidArgument.

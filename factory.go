@@ -14,21 +14,16 @@ import (
 // connections, the extender, the cleanup workers and the subscribers.
 // Close releases the locks still held and waits for all of it.
 type Factory struct {
-	nodes    []*node
+	nodeGroup
 	set      *nodeSet
 	defaults config
-	o        *owner
 	ext      *extender
 	wake     *waker      // nil: blocked Acquire calls poll
-	det      *detector   // nil: loss detection off (tracking.go)
+	det      *lossDetector   // nil: loss detection off (tracking.go)
 	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
 
 	shapesMu sync.Mutex
 	shapes   map[config]*lockShape // shared by the locks of each configuration (shape.go)
-
-	// starts, when a node batches, orders the locks' rounds (see
-	// fanout.starts); nil otherwise.
-	starts *sync.Mutex
 
 	closeOnce sync.Once
 	closeErr  error
@@ -43,6 +38,36 @@ type Factory struct {
 // PoolNode per pool.
 func NewFactory(nodes []Pool, opts ...Option) (*Factory, error) {
 	return NewFactoryFromNodes(poolNodes(nodes), opts...)
+}
+
+// NewFactoryFromNodes is NewFactory over nodes of any client. It applies
+// the same checks: it fails with an *InsufficientNodesError for fewer than
+// 3 nodes and ErrInvalidArgument for a nil or repeated node or an invalid
+// option, and the first operation refuses nodes that are the same server
+// (by the run_id of INFO server). Nodes made by PoolNode keep the
+// pipelining and wake-ups of NewFactory when every node of the list is one;
+// in a mixed list they borrow a pool connection per command. Other nodes
+// run their commands in goroutines of the factory, in batches when the
+// node is a Batcher. Blocked Acquire calls are woken by releases through
+// the nodes that are PubSubNodes (or PoolNodes of a *redis.Pool); over
+// none of them they poll. Close does not close the nodes' clients.
+func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
+	cfg := defaultConfig().apply(opts)
+	check := cfg
+	if err := check.validate(len(nodes)); err != nil {
+		return nil, err
+	}
+	if err := checkNodes(nodes); err != nil {
+		return nil, err
+	}
+	f := newFactory(nodes, cfg, check, check.pipelining && allPools(nodes))
+	if check.wakeups {
+		f.wake = newWaker(nodes, check.nodeTimeout, f.o, cfg.logger)
+	}
+	if check.lossDetection && check.pipelining && allPools(nodes) {
+		f.det = newLossDetector(&f.nodeGroup, check.nodeTimeout, cfg.logger)
+	}
+	return f, nil
 }
 
 // newPrivateFactory is the owner of a lock made by NewLock or NewRLock:
@@ -75,8 +100,8 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 // checked node list, the options cfg and their validated form check.
 func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	o := newOwner()
-	f := &Factory{defaults: cfg, o: o}
-	f.set = &nodeSet{o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
+	f := &Factory{defaults: cfg, nodeGroup: nodeGroup{o: o, fifo: pipelined}}
+	f.set = &nodeSet{g: &f.nodeGroup, o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
 	for i, nd := range nodes {
 		n := &node{index: i, addr: nd.Addr(), set: f.set}
 		p, isPool := nd.(poolNode)
@@ -84,9 +109,9 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 		case isPool && pipelined:
 			n.pool, n.tr = p.p, newPipeTransport(p.p, o, max(check.nodeTimeout, minStall), n)
 		case isPool:
-			n.pool, n.tr = p.p, &poolTransport{pool: p.p, o: o, nodeTimeout: check.nodeTimeout}
+			n.pool, n.tr = p.p, newNodeTransport(nd, o, check.nodeTimeout)
 		default:
-			n.tr = nodeTransportOf(nd, o, check.nodeTimeout)
+			n.tr = newNodeTransport(nd, o, check.nodeTimeout)
 			if _, batches := n.tr.(*batchTransport); batches && f.starts == nil {
 				f.starts = new(sync.Mutex)
 			}
@@ -95,7 +120,7 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 		f.nodes = append(f.nodes, n)
 	}
 	f.set.list = f.nodes
-	f.ext = newExtender(f.nodes, o)
+	f.ext = newExtender(&f.nodeGroup)
 	f.ext.obs = newObserver(&cfg, "")
 	return f
 }
@@ -221,26 +246,67 @@ func (f *Factory) close() error {
 	return errors.Join(errs...)
 }
 
-// releaseAll releases the held locks at once, each bounded by its node
-// timeout, and returns the failures.
+// releaseAll ends the held holdings for Close and deletes their keys, in
+// batches of up to maxCleanupBatch keys, one round each and all at once,
+// waiting for the nodes (at most one node timeout) although the owner is
+// closing. It returns the failures.
 func (f *Factory) releaseAll(held map[*holding]*Lock) []error {
+	var batch keySet
+	var hs []*holding
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for h, l := range held {
+	flush := func() {
+		if len(hs) == 0 {
+			return
+		}
+		ks, parts := batch, hs
+		batch, hs = keySet{}, nil
 		wg.Add(1)
 		if !f.o.spawn(func() {
 			defer wg.Done()
-			if err := l.closeHolding(h); err != nil {
+			if e := f.releaseBatch(ks, parts); len(e) > 0 {
 				mu.Lock()
-				errs = append(errs, err)
+				errs = append(errs, e...)
 				mu.Unlock()
 			}
 		}) {
 			wg.Done()
 		}
 	}
+	for h, l := range held {
+		if !l.endHolding(h, ErrClosed) {
+			continue // released or lost meanwhile
+		}
+		l.f.ext.unschedule(h, true)
+		batch.locks, hs = append(batch.locks, l), append(hs, h)
+		if len(hs) == maxCleanupBatch {
+			flush()
+		}
+	}
+	flush()
 	wg.Wait()
+	return errs
+}
+
+// releaseBatch releases one batch of Close and tells each lock's observer.
+func (f *Factory) releaseBatch(ks keySet, hs []*holding) []error {
+	fan := ks.lead().fan
+	fan.dying, fan.obs = nil, nil
+	for _, l := range ks.locks {
+		fan.nodeTimeout = max(fan.nodeTimeout, l.cfg.nodeTimeout)
+	}
+	r := ks.release(context.Background(), &fan, hs)
+	defer r.free()
+	var errs []error
+	for i, l := range ks.locks {
+		var err error
+		if t := ks.keyTally(&r, i); !t.reached(l.cfg.quorum) {
+			err = fmt.Errorf("lock %q: %w", l.name, t.failure("released", len(fan.nodes), l.cfg.quorum))
+			errs = append(errs, err)
+		}
+		l.obs.released(context.Background(), hs[i], true, err)
+	}
 	return errs
 }
 
@@ -253,22 +319,4 @@ func (f *Factory) stopTransports() {
 	for _, n := range f.nodes {
 		n.tr.close()
 	}
-}
-
-// closeHolding ends h for Close and deletes its keys, waiting for the
-// nodes (at most one node timeout) although the owner is closing.
-func (l *Lock) closeHolding(h *holding) error {
-	if !l.endHolding(h, ErrClosed) {
-		return nil // released or lost meanwhile
-	}
-	l.f.ext.unschedule(h, true)
-	fan := l.fan
-	fan.dying = nil
-	r := l.releaseNodes(context.Background(), h, &fan)
-	var err error
-	if !r.reached(l.cfg.quorum) {
-		err = fmt.Errorf("lock %q: %w", l.name, r.failure("released", len(l.fan.nodes), l.cfg.quorum))
-	}
-	l.obs.released(context.Background(), h, true, err)
-	return err
 }

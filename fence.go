@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/redlockplus/redlock/internal/fenceclock"
 )
 
@@ -17,20 +15,6 @@ import (
 // two keys must share a slot, so a fenced lock's name needs a hash tag,
 // such as "{orders}"; key prefixes and ACL patterns must cover both.
 const FenceSuffix = ":fence"
-
-// ErrFenceNotCommitted is the failure of a fenced attempt whose token
-// could not be written back to a quorum of nodes within the validity. The
-// attempt's keys are released; Acquire retries, TryAcquire counts it as a
-// failed attempt. It matches ErrNotAcquired and ErrRedlock.
-var ErrFenceNotCommitted error = &notAcquiredSentinel{"redlock: fencing token not committed on a quorum"}
-
-// notAcquiredSentinel is a sentinel that is also an ErrNotAcquired.
-type notAcquiredSentinel struct{ msg string }
-
-func (e *notAcquiredSentinel) Error() string { return e.msg }
-func (e *notAcquiredSentinel) Is(target error) bool {
-	return target == ErrRedlock || target == ErrNotAcquired
-}
 
 // WithFencing sets whether each holding of the lock gets a fencing token: a
 // number, larger than that of every earlier holding of the same name, to
@@ -85,10 +69,10 @@ func (l *Lock) acquireCommand(h *holding) *command {
 		return l.x.setCmd(h.arg)
 	}
 	if !l.cfg.fencing {
-		return &command{name: "SET", args: []any{l.nameArg, h.arg, "NX", "PX", l.ttlArg}, judge: judgeSet, detached: true}
+		return plainCmd(judgeSet, "SET", l.nameArg, h.arg, "NX", "PX", l.ttlArg)
 	}
 	h.fence = fenceclock.Now()
-	return &command{script: acquireFencedScript, args: []any{acquireFencedScript.hashArg, 2, l.nameArg, l.x.fenceArg, h.arg, l.ttlArg, h.fence, l.fenceWindowArg}, judge: judgeFence, detached: true}
+	return acquireFencedScript.cmd(judgeFence, []any{l.nameArg, l.x.fenceArg}, h.arg, l.ttlArg, h.fence, l.fenceWindowArg)
 }
 
 // maxFenceWindow bounds how far from a node's clock a proposed token may be
@@ -100,28 +84,6 @@ const maxFenceWindow = 50 * time.Millisecond
 // of the TTL, at most maxFenceWindow, at least 1 µs.
 func fenceWindow(ttl time.Duration) int64 {
 	return max(min(ttl/8, maxFenceWindow).Microseconds(), 1)
-}
-
-// judgeFence reads the fenced acquire's reply: nil when the key is taken,
-// else {1, g} when the node committed the proposed token g, or {0, f} with
-// the node's fence value f.
-func judgeFence(v any) reply {
-	if v == nil {
-		return reply{}
-	}
-	vals, _ := v.([]any)
-	if len(vals) != 2 {
-		return reply{err: fmt.Errorf("fenced acquire replied %v, want two integers", v)}
-	}
-	flag, err := redis.Int64(vals[0], nil)
-	if err != nil {
-		return reply{err: err}
-	}
-	f, err := redis.Int64(vals[1], nil)
-	if err != nil {
-		return reply{err: err}
-	}
-	return reply{ok: true, value: f, committed: flag == 1}
 }
 
 // commitFence mints h's token after the attempt's round r won a quorum
@@ -151,10 +113,10 @@ func (l *Lock) commitFence(ctx context.Context, h *holding, r *round, validity t
 	}
 	t++
 	// redigo writes t in decimal, which the script stores as it is.
-	commit := &command{script: fenceCommitScript, args: []any{fenceCommitScript.hashArg, 2, l.nameArg, l.x.fenceArg, h.arg, t}, judge: judgeOne}
+	commit := fenceCommitScript.cmd(judgeOne, []any{l.nameArg, l.x.fenceArg}, h.arg, t)
 	c := l.fan.run(ctx, commit, false)
 	c.free()
-	validity = l.cfg.ttl - time.Since(r.start) - l.cfg.drift()
+	validity = l.cfg.validityAt(r.start, time.Now())
 	if !c.reached(l.cfg.quorum) {
 		return 0, fmt.Errorf("%w: %w", ErrFenceNotCommitted, c.detail("fence committed", len(l.fan.nodes), l.cfg.quorum))
 	}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -32,15 +31,6 @@ type Inspection struct {
 	HolderTTL time.Duration
 }
 
-// judgeValues accepts the three-element reply of inspectScript.
-func judgeValues(v any) reply {
-	vals, err := redis.Values(v, nil)
-	if err == nil && len(vals) != 3 {
-		err = fmt.Errorf("unexpected reply %v", vals)
-	}
-	return reply{ok: err == nil, raw: v, err: err}
-}
-
 // Held reports whether a quorum of nodes store the same token.
 func (in Inspection) Held() bool { return in.Holder != "" }
 
@@ -64,9 +54,8 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 		return Inspection{}, err
 	}
 	in := Inspection{Name: name, Quorum: cfg.quorum, Nodes: make([]NodeState, len(f.nodes))}
-	read := command{script: inspectScript, args: []any{inspectScript.hashArg, 2, name, name + FenceSuffix}, judge: judgeValues}
-	fan := fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying}
-	r := fan.run(ctx, &read, true)
+	fan := f.fan(cfg.quorum, cfg.nodeTimeout, nil)
+	r := fan.run(ctx, inspectScript.cmd(judgeValues, []any{name, name + FenceSuffix}), true)
 	for i, n := range f.nodes {
 		in.Nodes[i] = NodeState{Node: i, Addr: n.addr, Err: n.wrap(context.DeadlineExceeded)}
 	}

@@ -149,13 +149,13 @@ func (l *Lock) holding() *holding {
 // ErrNotAcquired and ErrClosed. When autoextend is on (the default for Lock)
 // the lock is extended in the background until Release.
 func (l *Lock) Acquire(ctx context.Context) (time.Duration, error) {
-	return l.acquire(ctx, 0)
+	return acquire(ctx, l, l.name, 0)
 }
 
 // TryAcquire makes at most RetryTimes+1 attempts (4 by default) and returns
 // an error matching ErrNotAcquired when none succeeded.
 func (l *Lock) TryAcquire(ctx context.Context) (time.Duration, error) {
-	return l.acquire(ctx, l.cfg.retryTimes+1)
+	return acquire(ctx, l, l.name, l.cfg.retryTimes+1)
 }
 
 // AcquireOrExtend extends the lock when it is held and acquires it (blocking,
@@ -186,68 +186,20 @@ func (l *Lock) begin(ctx context.Context) error {
 	return nil
 }
 
-// errAcquireClosed ends an Acquire once the factory closes.
-var errAcquireClosed = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
+// A Lock is its own contender (acquire.go).
+func (l *Lock) lead() *Lock      { return l }
+func (l *Lock) waitFor() []*Lock { return []*Lock{l} }
+func (l *Lock) keyTTL() bool     { return true }
+func (l *Lock) enter() error     { return l.beginAcquire() }
+func (l *Lock) leave()           { l.endAcquire() }
 
-// runAcquire runs attempts until one succeeds, maxAttempts (0: unlimited)
-// are spent, ctx ends or the factory closes; st counts them for the
-// observer.
-func (l *Lock) runAcquire(ctx context.Context, maxAttempts int, st *acquireStats) (time.Duration, error) {
-	if err := l.begin(ctx); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return 0, errAcquireClosed
-		}
-		return 0, err
+// try makes one attempt and starts the holding it won.
+func (l *Lock) try(ctx context.Context) (time.Duration, tally, error) {
+	v, h, t, err := l.attempt(ctx)
+	if err != nil {
+		return 0, t, err
 	}
-	defer l.f.o.end()
-	if err := l.beginAcquire(); err != nil {
-		return 0, err
-	}
-	defer l.endAcquire()
-	rw := l.newRetryWaiter()
-	defer rw.close()
-	if maxAttempts == 0 {
-		if err := rw.joinQueue(ctx); err != nil {
-			return 0, l.notAcquired(ctx, nil)
-		}
-	}
-	var lastErr error
-	for n := 1; ; n++ {
-		if ctx.Err() != nil || l.f.o.closing() {
-			return 0, l.notAcquired(ctx, lastErr)
-		}
-		rw.beforeAttempt()
-		validity, h, r, err := l.attempt(ctx)
-		st.note(n, &r)
-		if err == nil {
-			if err := l.startHolding(h); err != nil {
-				return 0, err
-			}
-			return validity, nil
-		}
-		if lastErr == nil || ctx.Err() == nil {
-			// An attempt cut short by ctx says less than the one before it.
-			lastErr = err
-		}
-		if maxAttempts > 0 && n >= maxAttempts {
-			return 0, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
-		}
-		if err := rw.pause(ctx, r); err != nil {
-			return 0, l.notAcquired(ctx, lastErr)
-		}
-	}
-}
-
-// notAcquired is the error of an acquire ended by its context (matching
-// ErrNotAcquired and ctx.Err()) or by the factory's Close.
-func (l *Lock) notAcquired(ctx context.Context, last error) error {
-	switch {
-	case l.f.o.closing():
-		return errAcquireClosed
-	case last == nil:
-		return fmt.Errorf("%w: %w", ErrNotAcquired, ctx.Err())
-	}
-	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, ctx.Err(), last)
+	return v, t, l.startHolding(h)
 }
 
 // beginAcquire moves the lock into the acquiring state.
@@ -271,87 +223,32 @@ func (l *Lock) endAcquire() {
 }
 
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
-// node at once, deciding at quorum. It returns the validity and the new
-// holding, or an error that says why the attempt failed; a failed attempt's
-// keys are discarded on every node that did not refuse.
-func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, round, error) {
+// node at once (or the recipe's or the fenced lock's script), deciding at
+// quorum. It returns the validity and the new holding, or an error that
+// says why the attempt failed; a failed attempt's keys are discarded on
+// every node that did not refuse.
+func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, tally, error) {
 	token := newToken()
 	if l.x != nil {
 		token += l.x.suffix
 	}
 	h := &holding{token: token, arg: token, l: l}
-	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
-	// cancelled attempt learns what each node did and can clean up after it.
-	r := l.fan.run(ctx, l.acquireCommand(h), false)
-	h.counted = r.got
-	h.fin = r.fin
-	validity := l.validity(r)
-	var err error
-	if r.reached(l.cfg.quorum) && validity > 0 && l.cfg.fencing {
-		validity, err = l.commitFence(ctx, h, &r, validity)
+	var commit func(*round, time.Duration) (time.Duration, error)
+	if l.cfg.fencing {
+		commit = func(r *round, v time.Duration) (time.Duration, error) { return l.commitFence(ctx, h, r, v) }
 	}
-	if r.reached(l.cfg.quorum) && validity > 0 {
-		h.validUntil = onMonotonic(r.start.Add(l.cfg.ttl - l.cfg.drift()))
-		r.free()
-		return validity, h, r, nil
+	w, t, err := lockKeys(l).attempt(ctx, l.acquireCommand(h), h.arg, commit)
+	if err != nil {
+		return 0, nil, t, err
 	}
-	l.discard(h, &r)
-	r.free()
-	switch {
-	case err != nil:
-		return 0, nil, r, err
-	case r.reached(l.cfg.quorum):
-		return 0, nil, r, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
-	}
-	return 0, nil, r, r.detail("set", len(l.fan.nodes), l.cfg.quorum)
+	h.counted, h.fin, h.validUntil = w.counted, w.fin, w.until
+	return w.validity, h, t, nil
 }
 
-// discard deletes a failed or abandoned attempt's key on every node that
-// did not refuse it. On a FIFO transport the delete is sent now, behind
-// the attempt's own SET on the same connection; otherwise the node's
-// cleaner sends it once the SET's call on that node is done (at once when
-// its reply was counted). A factory whose rounds are ordered
-// (fanout.starts) also sends it now as a round, so that it reaches every
-// node in the same order as the other rounds: deletes sent by each node's
-// cleaner on its own free the nodes at different moments, which splits
-// the nodes between the next contending attempts. Nothing waits for it.
-func (l *Lock) discard(h *holding, r *round) {
-	if !l.fan.nodes[0].tr.fifo() {
-		d := l.discardOf(h)
-		ordered := l.fan.starts != nil
-		for i, n := range l.fan.nodes {
-			switch {
-			case r.refused(i):
-			case r.got&(1<<i) != 0: // its call is done: no need to wait for the slower nodes'
-				if !ordered || r.slots[i].err != nil {
-					n.cleaner.add(d, r.slots[i].err != nil)
-				}
-			default:
-				n.cleaner.addBehind(d, true, h.fin)
-			}
-		}
-		if ordered {
-			l.sendDelete(h)
-		}
-		return
-	}
-	l.sendDelete(h)
-}
-
-// sendDelete sends h's delete to every node as one round, without waiting;
-// a node that fails it hands it to its cleaner (redo).
-func (l *Lock) sendDelete(h *holding) {
-	// Refusing nodes get the delete too: it compares tokens, so it is a
-	// no-op there, and one round is cheaper than picking nodes.
-	del := &command{script: releaseScript, args: []any{releaseScript.hashArg, 1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: l.cfg.ttl}
-	r2 := l.fan.send(context.Background(), del) // nobody waits: the replies land in the round's buffer
-	r2.free()
-}
-
-// discardOf is the delete of h's key, which cannot outlive the TTL from
-// now.
-func (l *Lock) discardOf(h *holding) discard {
-	return discard{key: l.name, token: h.token, until: time.Now().Add(l.cfg.ttl)}
+// discardOf is the delete of the lock's key holding token, which cannot
+// outlive the TTL from now.
+func (l *Lock) discardOf(token string) discard {
+	return discard{key: l.name, token: token, until: time.Now().Add(l.cfg.ttl)}
 }
 
 // newToken returns a fresh random token (a version 4 UUID) in one
@@ -371,11 +268,6 @@ func newToken() string {
 	return string(buf[:])
 }
 
-// validity is what remains of the TTL after a round: ttl - elapsed - drift.
-func (l *Lock) validity(r round) time.Duration {
-	return l.cfg.ttl - r.elapsed() - l.cfg.drift()
-}
-
 // startHolding makes h the lock's current holding: it registers h with
 // the owner, then with the extender, which ends it when its validity runs
 // out and autoextends it when the lock does. When the factory began
@@ -384,11 +276,12 @@ func (l *Lock) validity(r round) time.Duration {
 func (l *Lock) startHolding(h *holding) error {
 	h.mu.Lock()
 	h.begun = monotonic()
-	sent := h.validUntil + l.cfg.drift() - l.cfg.ttl // the attempt's start, on monotonic()
+	sent := h.validUntil + l.cfg.drift() - l.cfg.ttl // the attempt's start, on monotonic(): validUntil's inverse
 	h.mu.Unlock()
 	if err := l.f.o.hold(h, l); err != nil {
 		h.end(ErrClosed)
-		l.releaseNodes(context.Background(), h, &l.fan)
+		r := lockKeys(l).release(context.Background(), &l.fan, []*holding{h})
+		r.free()
 		return errAcquireClosed
 	}
 	l.mu.Lock()
@@ -421,7 +314,7 @@ func (l *Lock) lose(h *holding, why LossCause, cause error) {
 	if l.obs != nil {
 		l.obs.lost(l.name, h, why, cause)
 	}
-	d := l.discardOf(h)
+	d := l.discardOf(h.token)
 	for _, n := range l.fan.nodes {
 		n.cleaner.add(d, false)
 	}
@@ -479,26 +372,7 @@ func (l *Lock) Extend(ctx context.Context) (time.Duration, error) {
 
 // extendHolding extends holding h; see Extend.
 func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, error) {
-	bump := &command{script: extendScript, args: []any{extendScript.hashArg, 1, l.nameArg, h.arg, l.ttlArg}, judge: judgeOne}
-	r := l.fan.run(ctx, bump, false)
-	r.free()
-	validity := l.validity(r)
-	if !r.reached(l.cfg.quorum) || validity <= 0 {
-		err := r.failure("extend", len(l.fan.nodes), l.cfg.quorum)
-		if errors.Is(err, ErrLockLost) {
-			l.lose(h, LossExtendRefused, err)
-		}
-		l.obs.extended(l.name, false, err)
-		return 0, err
-	}
-	if err := h.extendTo(r.start.Add(l.cfg.ttl - l.cfg.drift())); err != nil {
-		if err == errReleased {
-			return 0, invalidOp("lock %q was released during Extend", l.name)
-		}
-		return 0, err
-	}
-	l.obs.extended(l.name, false, nil)
-	return validity, nil
+	return lockKeys(l).extend(ctx, h, []*holding{h})
 }
 
 // Release ends the holding: it stops autoextension, deletes the key on every
@@ -536,55 +410,14 @@ func (l *Lock) Release(ctx context.Context) error {
 		ctx = l.obs.ReleaseStart(ctx, l.name)
 	}
 	l.f.ext.unschedule(h, true)
-	r := l.releaseNodes(ctx, h, &l.fan)
+	r := lockKeys(l).release(ctx, &l.fan, []*holding{h})
 	var err error
 	if !r.reached(l.cfg.quorum) {
 		err = r.failure("released", len(l.fan.nodes), l.cfg.quorum)
 	}
+	r.free()
 	l.obs.released(ctx, h, false, err)
 	return err
-}
-
-// releaseNodes runs the release script on every node, deciding at quorum,
-// and wakes the next local waiter of the lock. On a FIFO transport that
-// happens as soon as the deletes are sent: a waiter's SET, sent after them
-// on the same connections, reaches every node after its delete, so the
-// handoff saves the release's round trip; on pool connections it happens
-// once a quorum released. A node whose SET reply was never counted may
-// still get the SET after the delete on a pool connection: its cleaner
-// deletes once more behind it.
-func (l *Lock) releaseNodes(ctx context.Context, h *holding, fan *fanout) round {
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	del := &command{script: releaseScript, args: []any{releaseScript.hashArg, 1, l.nameArg, h.arg}, judge: judgeOne, detached: true, redo: l.cfg.ttl}
-	r := fan.send(ctx, del)
-	fifo := fan.nodes[0].tr.fifo()
-	if fifo {
-		l.announce(h)
-	} else {
-		// Behind both the late SET and this delete, so that it never
-		// races the delete that Release counts.
-		d := l.discardOf(h)
-		for i, n := range l.fan.nodes {
-			if h.counted&(1<<i) == 0 {
-				n.cleaner.addBehind(d, true, h.fin, r.fin.done)
-			}
-		}
-	}
-	fan.wait(ctx, &r, false)
-	r.free()
-	if !fifo && r.reached(l.cfg.quorum) {
-		l.announce(h)
-	}
-	return r
-}
-
-// announce tells the factory's local waiters that h was released.
-func (l *Lock) announce(h *holding) {
-	if w := l.f.wake; w != nil {
-		w.released(l.name, h.token)
-	}
 }
 
 // CheckTimes asks every node for the remaining TTL of the lock's key and
@@ -611,8 +444,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		}
 		return false, nil, err
 	}
-	check := &command{script: checkScript, args: []any{checkScript.hashArg, 1, l.nameArg, h.arg}, judge: judgePTTL}
-	r := l.fan.run(ctx, check, true)
+	r := l.fan.run(ctx, checkScript.cmd(judgePTTL, lockKeys(l).keys(), h.arg), true)
 	spent := r.elapsed() + l.cfg.drift()
 	positive := 0
 	r.each(func(n *node, rep *reply) {

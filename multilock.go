@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -33,9 +32,8 @@ import (
 // reusable after Release; its methods are safe for concurrent use.
 type MultiLock struct {
 	names   []string // sorted
-	keys    []*Lock  // one per name, in names' order
+	keys    keySet   // one Lock per name, in names' order
 	initErr error
-	setArgs []any // the key count and keys, which every script of the set starts with
 
 	mu        sync.Mutex
 	acquiring bool
@@ -59,12 +57,12 @@ func (f *Factory) NewMultiLock(names []string, opts ...Option) *MultiLock {
 		if i > 0 && name == m.names[i-1] && m.initErr == nil {
 			m.initErr = invalidArg("multi-lock: name %q given twice", name)
 		}
-		m.keys = append(m.keys, f.newLock(name, opts, true))
+		m.keys.locks = append(m.keys.locks, f.newLock(name, opts, true))
 	}
-	if len(m.keys) == 0 {
-		m.keys = []*Lock{f.newLock("-", opts, true)} // calls report initErr
+	if len(m.keys.locks) == 0 {
+		m.keys.locks = []*Lock{f.newLock("-", opts, true)} // calls report initErr
 	}
-	for _, l := range m.keys {
+	for _, l := range m.keys.locks {
 		if m.initErr == nil {
 			m.initErr = l.initErr
 		}
@@ -74,10 +72,8 @@ func (f *Factory) NewMultiLock(names []string, opts ...Option) *MultiLock {
 			m.initErr = invalidArg("multi-lock: WithFencing is not supported")
 		}
 	}
-	m.setArgs = append(m.setArgs, len(m.names))
-	for _, name := range m.names {
-		m.setArgs = append(m.setArgs, name)
-	}
+	cfg := m.keys.lead().cfg
+	m.keys.obs = newObserver(&cfg, m.Name())
 	return m
 }
 
@@ -123,33 +119,27 @@ func (m *MultiLock) holding() *holding {
 // Acquire blocks until every name is held or ctx ends; errors are those of
 // Lock.Acquire.
 func (m *MultiLock) Acquire(ctx context.Context) (time.Duration, error) {
-	return m.acquire(ctx, 0)
+	if m.initErr != nil {
+		return 0, m.initErr
+	}
+	return acquire(ctx, m, m.Name(), 0)
 }
 
 // TryAcquire makes at most RetryTimes+1 attempts.
 func (m *MultiLock) TryAcquire(ctx context.Context) (time.Duration, error) {
-	return m.acquire(ctx, m.keys[0].cfg.retryTimes+1)
-}
-
-// acquire runs attempts until one succeeds, maxAttempts (0: unlimited) are
-// spent, ctx ends or the factory closes.
-func (m *MultiLock) acquire(ctx context.Context, maxAttempts int) (time.Duration, error) {
 	if m.initErr != nil {
 		return 0, m.initErr
 	}
-	first := m.keys[0]
-	if err := beginOp(ctx, first); err != nil {
-		return 0, err
-	}
-	defer first.f.o.end()
-	if err := m.beginAcquire(); err != nil {
-		return 0, err
-	}
-	defer m.endAcquire()
-	return acquireLoop(ctx, first, m.keys, maxAttempts, m.attempt)
+	return acquire(ctx, m, m.Name(), m.keys.lead().cfg.retryTimes+1)
 }
 
-func (m *MultiLock) beginAcquire() error {
+// A MultiLock is a contender (acquire.go): its attempt sets every name,
+// and the release of any name may free it.
+func (m *MultiLock) lead() *Lock      { return m.keys.lead() }
+func (m *MultiLock) waitFor() []*Lock { return m.keys.locks }
+func (m *MultiLock) keyTTL() bool     { return false }
+
+func (m *MultiLock) enter() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
@@ -162,64 +152,40 @@ func (m *MultiLock) beginAcquire() error {
 	return nil
 }
 
-func (m *MultiLock) endAcquire() {
+func (m *MultiLock) leave() {
 	m.mu.Lock()
 	m.acquiring = false
 	m.mu.Unlock()
 }
 
-// attempt makes one attempt: the all-or-none script on every node at once,
+// try makes one attempt: the all-or-none script on every node at once,
 // deciding at quorum. On success every name's Lock starts a holding of the
-// token; a failed attempt's keys are discarded on every node that did not
-// refuse.
-func (m *MultiLock) attempt(ctx context.Context) (time.Duration, error) {
-	first := m.keys[0]
+// token.
+func (m *MultiLock) try(ctx context.Context) (time.Duration, tally, error) {
+	l := m.keys.lead()
 	token := newToken()
 	var arg any = token
-	set := &command{script: multiSetScript, args: append(multiArgs(multiSetScript, m.setArgs), arg, first.ttlArg), judge: judgeOne, detached: true}
-	r := first.fan.run(ctx, set, false)
-	fin := r.fin
-	validity := first.validity(r)
-	if !r.reached(first.cfg.quorum) || validity <= 0 {
-		m.discard(token, &r, fin)
-		if r.reached(first.cfg.quorum) {
-			return 0, fmt.Errorf("validity %v after %v is not positive", validity, r.elapsed())
-		}
-		return 0, r.detail("set every name", len(first.fan.nodes), first.cfg.quorum)
+	set := multiSetScript.cmd(judgeOne, m.keys.keys(), arg, l.ttlArg)
+	w, t, err := m.keys.attempt(ctx, set, arg, nil)
+	if err != nil {
+		return 0, t, err
 	}
-	until := r.start.Add(first.cfg.ttl - first.cfg.drift())
-	return validity, m.startHolding(token, arg, r.got, fin, until)
-}
-
-// discard deletes a failed attempt's keys through the nodes' cleaners, on
-// every node that did not refuse: behind the attempt's own call, which is
-// on the same connection (pipelined) or awaited (fin, other transports).
-func (m *MultiLock) discard(token string, r *round, fin *finish) {
-	first := m.keys[0]
-	for i, n := range first.fan.nodes {
-		if r.refused(i) {
-			continue
-		}
-		uncertain := r.got&(1<<i) == 0 || r.slots[i].err != nil
-		for _, l := range m.keys {
-			n.cleaner.addBehind(discard{key: l.name, token: token, until: time.Now().Add(l.cfg.ttl)}, uncertain, fin)
-		}
-	}
+	return w.validity, t, m.startHolding(token, arg, w)
 }
 
 // startHolding starts a holding of every name, and of the set over them:
 // the loss of any name (or Close) ends the set and gives up the others.
-func (m *MultiLock) startHolding(token string, arg any, counted uint64, fin *finish, until time.Time) error {
-	set := &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: onMonotonic(until)}
-	parts := make([]*holding, len(m.keys))
-	for i := range m.keys {
-		parts[i] = &holding{token: token, arg: arg, counted: counted, fin: fin, validUntil: onMonotonic(until), l: m.keys[i]}
+func (m *MultiLock) startHolding(token string, arg any, w won) error {
+	set := &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, begun: monotonic()}
+	parts := make([]*holding, len(m.keys.locks))
+	for i := range parts {
+		parts[i] = &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, l: m.keys.locks[i]}
 	}
 	m.mu.Lock()
 	m.set, m.parts = set, parts
 	m.mu.Unlock()
 	var err error
-	for i, l := range m.keys {
+	for i, l := range m.keys.locks {
 		if err == nil {
 			err = l.startHolding(parts[i])
 		} else {
@@ -240,7 +206,7 @@ func (m *MultiLock) lose(set *holding, parts []*holding, cause error) {
 	if !set.end(cause) || errors.Is(cause, ErrClosed) {
 		return
 	}
-	for i, l := range m.keys {
+	for i, l := range m.keys.locks {
 		l.lose(parts[i], LossWithSet, cause)
 	}
 }
@@ -255,7 +221,7 @@ func (m *MultiLock) current(op string) (*holding, []*holding, error) {
 	set, parts := m.set, m.parts
 	m.mu.Unlock()
 	switch {
-	case set == nil && m.keys[0].f.o.closing():
+	case set == nil && m.keys.lead().f.o.closing():
 		return nil, nil, ErrClosed
 	case set == nil:
 		return nil, nil, invalidOp("%s of multi-lock %q before Acquire", op, m.Name())
@@ -267,85 +233,39 @@ func (m *MultiLock) current(op string) (*holding, []*holding, error) {
 	return set, parts, nil
 }
 
-// multiArgs starts a command's arguments for script: its hash, then the
-// key count and keys.
-func multiArgs(s *script, keys []any) []any {
-	return append([]any{s.hashArg}, keys...)
-}
-
-// manyArgs are the arguments of the *_many script s for every name: its
-// hash, the key count, the names, then per name the token and extra (the
-// TTL, or nothing).
-func (m *MultiLock) manyArgs(s *script, arg any, extra ...any) []any {
-	args := multiArgs(s, m.setArgs)
-	for range m.keys {
-		args = append(append(args, arg), extra...)
-	}
-	return args
-}
-
-// judgeAll accepts a reply of n integers and counts the node as yes iff
-// every one is 1: the node did it for every name.
-func judgeAll(n int) func(v any) reply {
-	list := judgeList(n)
-	return func(v any) reply {
-		rep := list(v)
-		if rep.err == nil {
-			rep.ok = !slices.ContainsFunc(rep.raw.([]int64), func(x int64) bool { return x != 1 })
-		}
-		return rep
-	}
-}
-
 // Extend resets the TTL of every name in one script call per node and
 // returns the new validity. A node counts only if it extended every name.
 // Errors are those of Lock.Extend; when a quorum refuses, the set is lost.
 func (m *MultiLock) Extend(ctx context.Context) (time.Duration, error) {
-	first := m.keys[0]
 	if m.initErr != nil {
 		return 0, m.initErr
 	}
-	if err := first.begin(ctx); err != nil {
+	l := m.keys.lead()
+	if err := l.begin(ctx); err != nil {
 		return 0, err
 	}
-	defer first.f.o.end()
+	defer l.f.o.end()
 	set, parts, err := m.current("Extend")
 	if err != nil {
 		return 0, err
 	}
-	bump := &command{script: extendManyScript, args: m.manyArgs(extendManyScript, set.arg, first.ttlArg), judge: judgeAll(len(m.keys))}
-	r := first.fan.run(ctx, bump, false)
-	validity := first.validity(r)
-	if !r.reached(first.cfg.quorum) || validity <= 0 {
-		err := r.failure("extend every name", len(first.fan.nodes), first.cfg.quorum)
-		if errors.Is(err, ErrLockLost) {
-			m.lose(set, parts, err)
-		}
-		return 0, err
-	}
-	until := r.start.Add(first.cfg.ttl - first.cfg.drift())
-	for _, h := range parts {
-		if err := h.extendTo(until); err != nil {
-			return 0, errOr(set.Err(), invalidOp("multi-lock %q was released during Extend", m.Name()))
-		}
-	}
-	return validity, nil
+	return m.keys.extend(ctx, set, parts)
 }
 
 // Release deletes every name holding the token, in one script call per
 // node, and wakes the local waiters of each name. It succeeds iff a quorum
-// of nodes released every name; otherwise the error is as for
+// of nodes released each name; otherwise the error is as for
 // Lock.Release, and the nodes that failed are retried in the background.
 func (m *MultiLock) Release(ctx context.Context) error {
 	if m.initErr != nil {
 		return m.initErr
 	}
-	first := m.keys[0]
+	l := m.keys.lead()
 	m.mu.Lock()
 	set, parts := m.set, m.parts
 	m.mu.Unlock()
 	switch {
-	case set == nil && first.f.o.closing():
+	case set == nil && l.f.o.closing():
 		return ErrClosed
 	case set == nil:
 		return invalidOp("Release of multi-lock %q before Acquire", m.Name())
@@ -353,32 +273,21 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	if !set.end(errReleased) {
 		return errOr(set.Err(), invalidOp("multi-lock %q released twice", m.Name()))
 	}
-	for i, l := range m.keys {
-		l.endHolding(parts[i], errReleased)
-		l.f.ext.unschedule(parts[i], true)
+	if ob := m.keys.obs; ob != nil && ob.ReleaseStart != nil {
+		ctx = ob.ReleaseStart(ctx, m.Name())
 	}
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
+	for i, k := range m.keys.locks {
+		k.endHolding(parts[i], errReleased)
+		k.f.ext.unschedule(parts[i], true)
 	}
-	del := &command{script: releaseManyScript, args: m.manyArgs(releaseManyScript, set.arg), judge: judgeAll(len(m.keys)), detached: true}
-	r := first.fan.run(ctx, del, false)
-	fifo := first.fan.nodes[0].tr.fifo()
-	for i, n := range first.fan.nodes {
-		answered := r.got&(1<<i) != 0 && r.slots[i].err == nil
-		if answered && (fifo || set.counted&(1<<i) != 0) {
-			continue // released, or refused: nothing of ours is there
-		}
-		// The delete failed or is still running, or on a pool connection
-		// the attempt's own call may land after it.
-		for _, l := range m.keys {
-			n.cleaner.addBehind(l.discardOf(set), true, set.fin)
+	r := m.keys.release(ctx, &l.fan, parts)
+	var err error
+	for i := range m.keys.locks {
+		if t := m.keys.keyTally(&r, i); !t.reached(l.cfg.quorum) && err == nil {
+			err = t.failure("released every name", len(l.fan.nodes), l.cfg.quorum)
 		}
 	}
-	for i, l := range m.keys {
-		l.announce(parts[i])
-	}
-	if !r.reached(first.cfg.quorum) {
-		return r.failure("released every name", len(first.fan.nodes), first.cfg.quorum)
-	}
-	return nil
+	r.free()
+	m.keys.obs.released(ctx, set, false, err)
+	return err
 }

@@ -21,7 +21,7 @@ type node struct {
 	tr      transport
 	cleaner *cleaner
 	set     *nodeSet
-	det     *detector // loss detection; nil when off
+	det     *lossDetector // loss detection; nil when off
 
 	// scripts has the bit of every script known to have run on the node
 	// (pool transport), so that only a script lost later counts as

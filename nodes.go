@@ -72,36 +72,6 @@ type ReplyError string
 
 func (e ReplyError) Error() string { return string(e) }
 
-// NewFactoryFromNodes is NewFactory over nodes of any client. It applies
-// the same checks: it fails with an *InsufficientNodesError for fewer than
-// 3 nodes and ErrInvalidArgument for a nil or repeated node or an invalid
-// option, and the first operation refuses nodes that are the same server
-// (by the run_id of INFO server). Nodes made by PoolNode keep the
-// pipelining and wake-ups of NewFactory when every node of the list is one;
-// in a mixed list they borrow a pool connection per command. Other nodes
-// run their commands in goroutines of the factory, in batches when the
-// node is a Batcher. Blocked Acquire calls are woken by releases through
-// the nodes that are PubSubNodes (or PoolNodes of a *redis.Pool); over
-// none of them they poll. Close does not close the nodes' clients.
-func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
-	cfg := defaultConfig().apply(opts)
-	check := cfg
-	if err := check.validate(len(nodes)); err != nil {
-		return nil, err
-	}
-	if err := checkNodes(nodes); err != nil {
-		return nil, err
-	}
-	f := newFactory(nodes, cfg, check, check.pipelining && allPools(nodes))
-	if check.wakeups {
-		f.wake = newWaker(nodes, check.nodeTimeout, f.o, cfg.logger)
-	}
-	if check.lossDetection && check.pipelining && allPools(nodes) {
-		f.det = newDetector(f.nodes, check.nodeTimeout, f.o, cfg.logger)
-	}
-	return f, nil
-}
-
 // PoolNode returns p as a Node. A Factory over PoolNodes only is the same
 // as NewFactory over the pools.
 func PoolNode(p Pool) Node { return poolNode{p} }

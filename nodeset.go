@@ -18,6 +18,7 @@ import (
 // slow it down; nodes whose answer is not in yet are asked again in the
 // background at later operations, at most once per probeInterval.
 type nodeSet struct {
+	g           *nodeGroup // for the probe's round
 	list        []*node
 	o           *owner
 	quorum      int
@@ -93,9 +94,8 @@ func (s *nodeSet) probe(ctx context.Context) error {
 		s.probing, s.probed = false, true
 		s.mu.Unlock()
 	}()
-	info := command{name: "INFO", args: []any{"server"}, judge: judgeAnyReply}
-	f := fanout{nodes: s.list, quorum: s.quorum, nodeTimeout: s.nodeTimeout, dying: s.o.dying}
-	r := f.send(ctx, &info)
+	f := s.g.fan(s.quorum, s.nodeTimeout, nil)
+	r := f.send(ctx, plainCmd(judgeAnyReply, "INFO", "server"))
 	f.wait(ctx, &r, false)
 	// A second name of one server answers about as fast as the first: wait
 	// a little more for the rest, but not for a hung node.
@@ -112,7 +112,3 @@ func (s *nodeSet) probe(ctx context.Context) error {
 	})
 	return s.distinct()
 }
-
-// judgeAnyReply keeps the reply as it is; an error reply is kept too, as a
-// value, since the caller decides what it means.
-func judgeAnyReply(v any) reply { return reply{ok: true, raw: v} }

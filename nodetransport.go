@@ -3,24 +3,39 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
 
-// nodeTransport carries commands to a Node of another client: each command
-// runs in a goroutine of the owner, bounded by the node timeout, like the
-// pool transport. The client may pipeline them (rueidis does); their order
-// is not known, so the transport is not FIFO.
+// maxInFlight bounds the commands a node transport has in flight on one
+// node, each in a goroutine of its own. A node that hangs holds each of
+// its commands for the node timeout, so without a bound the goroutines
+// would grow with the rate of lock operations exactly while the node is
+// down; beyond it the node fails fast for the command (ErrNodeBusy), as a
+// bulkhead does, and the other nodes decide the round. It is far above
+// what a healthy node has in flight: one command per concurrent lock
+// operation, answered in a round trip.
+const maxInFlight = 256
+
+// nodeTransport carries commands to a Node: a redigo pool
+// (WithPipelining(false), and locks made by NewLock) or a Node of another
+// client. Each command runs in a goroutine of the owner, bounded by the
+// node timeout, borrowing a connection of the pool or the client (which
+// may pipeline them, as rueidis does); their order is not known, so the
+// transport is not FIFO.
 type nodeTransport struct {
 	node        Node
 	o           *owner
 	nodeTimeout time.Duration
+	inFlight    atomic.Int32
 }
 
-// nodeTransportOf returns the transport of a Node of another client: a
-// batching one when the node can batch.
-func nodeTransportOf(nd Node, o *owner, nodeTimeout time.Duration) transport {
+// newNodeTransport returns the transport of a Node: a batching one when
+// the node can batch.
+func newNodeTransport(nd Node, o *owner, nodeTimeout time.Duration) transport {
 	if b, ok := nd.(Batcher); ok {
 		return &batchTransport{node: b, o: o, nodeTimeout: nodeTimeout}
 	}
@@ -28,37 +43,96 @@ func nodeTransportOf(nd Node, o *owner, nodeTimeout time.Duration) transport {
 }
 
 func (t *nodeTransport) start(ctx context.Context, c *call) {
-	if c.cmd.detached {
-		ctx = context.WithoutCancel(ctx)
+	if t.inFlight.Add(1) > maxInFlight {
+		t.inFlight.Add(-1)
+		c.deliver(reply{err: c.n.wrap(fmt.Errorf("%w: %d commands in flight", ErrNodeBusy, maxInFlight))})
+		c.recycle()
+		return
 	}
+	// The command runs to its end or its node timeout whatever the
+	// caller's ctx does: the round stops waiting on its own, and a
+	// command cut short would leave a client's reader behind it (redigo's
+	// DoContext returns at cancellation while its read goes on), which
+	// Close could not wait for.
+	ctx = context.WithoutCancel(ctx)
 	if !t.o.spawn(func() { t.run(ctx, c) }) {
+		t.inFlight.Add(-1)
 		c.deliver(reply{err: c.n.wrap(ErrClosed)})
+		c.recycle()
 	}
 }
 
 func (t *nodeTransport) run(ctx context.Context, c *call) {
+	defer t.inFlight.Add(-1)
 	ctx, cancel := context.WithTimeout(ctx, t.nodeTimeout)
 	defer cancel()
-	var v any
-	var err error
-	if s := c.cmd.script; s != nil {
-		var keys []string
-		var args []any
-		if keys, args, err = scriptArgs(nil, c.cmd.args[1:]); err == nil {
-			v, err = t.node.RunScript(ctx, s.pub, keys, args...)
-		}
+	var rep reply
+	if p, ok := t.node.(poolNode); ok {
+		rep = p.run(ctx, c.n, c.cmd)
 	} else {
-		v, err = t.node.Do(ctx, c.cmd.name, c.cmd.args...)
+		v, err := t.runNode(ctx, c.cmd)
+		rep = c.n.judge(c.cmd, v, err)
 	}
-	v, err = fromNode(v, err)
-	c.deliver(c.n.judge(c.cmd, v, err))
+	c.deliver(rep)
 	c.recycle()
 }
 
-func (t *nodeTransport) fifo() bool { return false }
+// runNode runs cmd on a Node of another client.
+func (t *nodeTransport) runNode(ctx context.Context, cmd *command) (any, error) {
+	if s := cmd.script; s != nil {
+		keys, args := cmd.scriptKeys(nil)
+		return fromNode(t.node.RunScript(ctx, s.pub, keys, args...))
+	}
+	return fromNode(t.node.Do(ctx, cmd.name, cmd.args...))
+}
 
-// close does nothing: the clients are the caller's.
+// close does nothing: the pools and clients are the caller's.
 func (t *nodeTransport) close() {}
+
+// run runs cmd on a pooled connection, in redigo's reply forms, and tells
+// the observer when the node had lost a script it ran before.
+func (p poolNode) run(ctx context.Context, n *node, cmd *command) reply {
+	conn, err := p.p.GetContext(ctx)
+	if err != nil {
+		return reply{err: n.wrap(err)}
+	}
+	defer conn.Close()
+	var v any
+	reloaded := false
+	if s := cmd.script; s != nil {
+		v, err = doTimeout(ctx, conn, "EVALSHA", cmd.args...)
+		if isNoScript(err) {
+			// A node's first use of a script is expected to miss it (pools
+			// load nothing up front); later, it lost them.
+			reloaded = n.scripts.Load()&s.bit != 0
+			v, err = doTimeout(ctx, conn, "EVAL", append([]any{s.src}, cmd.args[1:]...)...)
+		}
+		if err == nil && n.scripts.Load()&s.bit == 0 {
+			n.scripts.Or(s.bit)
+		}
+	} else {
+		v, err = doTimeout(ctx, conn, cmd.name, cmd.args...)
+	}
+	rep := n.judge(cmd, v, err)
+	rep.reloaded = reloaded
+	return rep
+}
+
+// doTimeout runs a command within ctx's deadline in this goroutine: with
+// the connection's read timeout when it has one, so that no reader of
+// redigo's outlives the call, and with DoContext otherwise (a wrapper of
+// the caller's).
+func doTimeout(ctx context.Context, c redis.Conn, name string, args ...any) (any, error) {
+	dl, _ := ctx.Deadline()
+	if ct, ok := c.(redis.ConnWithTimeout); ok {
+		d := time.Until(dl)
+		if d <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		return ct.DoWithTimeout(d, name, args...)
+	}
+	return redis.DoContext(c, ctx, name, args...)
+}
 
 // fromNode turns a Node's reply into the forms the reply readers take,
 // which are redigo's: bulk strings as []byte and error replies as

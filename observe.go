@@ -234,63 +234,6 @@ func newObserver(cfg *config, lock string) *observer {
 	return ob
 }
 
-// acquireStats is what the acquire loop tells its observer.
-type acquireStats struct {
-	attempts int
-	noes     int // the last attempt's refusals
-	errs     int // and failures
-}
-
-// note records attempt n's round.
-func (st *acquireStats) note(n int, r *round) {
-	st.attempts, st.noes, st.errs = n, r.noes, len(r.errs)
-}
-
-// acquire runs the acquisition, observed when an observer or logger is
-// set.
-func (l *Lock) acquire(ctx context.Context, maxAttempts int) (time.Duration, error) {
-	var st acquireStats
-	ob := l.obs
-	if ob == nil {
-		return l.runAcquire(ctx, maxAttempts, &st)
-	}
-	start := time.Now()
-	if ob.AcquireStart != nil {
-		ctx = ob.AcquireStart(ctx, l.name)
-	}
-	validity, err := l.runAcquire(ctx, maxAttempts, &st)
-	e := AcquireEvent{Lock: l.name, Attempts: st.attempts, Waited: time.Since(start), Err: err}
-	e.Outcome = l.outcome(ctx, err, &st)
-	if ob.AcquireDone != nil {
-		ob.AcquireDone(ctx, e)
-	}
-	if ob.log != nil {
-		level := slog.LevelDebug
-		if err != nil && e.Outcome != ContextEnded && e.Outcome != Closed {
-			level = slog.LevelInfo
-		}
-		ob.log.Log(ctx, level, "redlock: acquire "+e.Outcome.String(), "lock", l.name, "attempts", e.Attempts, "waited", e.Waited, "err", err)
-	}
-	return validity, err
-}
-
-// outcome classifies an acquisition's error.
-func (l *Lock) outcome(ctx context.Context, err error, st *acquireStats) AcquireOutcome {
-	switch {
-	case err == nil:
-		return Acquired
-	case errors.Is(err, ErrClosed):
-		return Closed
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return ContextEnded
-	case st.attempts == 0:
-		return Invalid
-	case st.errs > 0 && st.noes <= len(l.fan.nodes)-l.cfg.quorum:
-		return NoQuorum
-	}
-	return Refused
-}
-
 // released reports the end of holding h by Release (ctx from
 // ReleaseStart) or Close.
 func (ob *observer) released(ctx context.Context, h *holding, closed bool, err error) {
@@ -335,9 +278,9 @@ func (ob *observer) lost(lock string, h *holding, cause LossCause, err error) {
 }
 
 // waiting reports a waiter starting (+1) or stopping (-1).
-func (ob *observer) waiting(delta int) {
+func (ob *observer) waiting(lock string, delta int) {
 	if ob != nil && ob.Waiting != nil {
-		ob.Waiting(WaitingEvent{Lock: ob.lock, Delta: delta})
+		ob.Waiting(WaitingEvent{Lock: lock, Delta: delta})
 	}
 }
 

@@ -198,6 +198,19 @@ func (c *config) drift() time.Duration {
 	return time.Duration(float64(c.ttl)*c.driftFactor) + driftFloor
 }
 
+// validUntil is the end of the validity of keys whose round started at
+// start: the TTL less the drift allowance, counted from before the first
+// command was sent. It is the one formula of the validity; validity and
+// validityAt read it at a moment.
+func (c *config) validUntil(start time.Time) time.Time { return start.Add(c.ttl - c.drift()) }
+
+// validityAt is what is left at t of the validity of a round started at
+// start.
+func (c *config) validityAt(start, t time.Time) time.Duration { return c.validUntil(start).Sub(t) }
+
+// validity is what is left of it when round r was decided.
+func (c *config) validity(r *round) time.Duration { return c.validityAt(r.start, r.decided) }
+
 // ttlMs is the TTL as sent to Redis.
 func (c *config) ttlMs() int64 { return c.ttl.Milliseconds() }
 

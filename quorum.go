@@ -7,23 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
-
-// reply is one node's answer in a quorum round.
-type reply struct {
-	err   error // a *NodeError when the node did not answer
-	raw   any   // the reply itself, for commands that need more than value
-	value int64 // the integer reply of the node script (the PTTL for a check)
-	ok    bool  // the node did what was asked: set, extended, released, holds the key
-	// reloaded: the node had lost the script, which was sent again with
-	// EVAL; observers count it as a node fault.
-	reloaded bool
-	// committed: a fenced acquire's node committed the proposed token
-	// (fence.go).
-	committed bool
-}
 
 // maxNodes bounds the node count, so that a round can keep its bookkeeping
 // in one machine word.
@@ -51,9 +35,10 @@ type round struct {
 }
 
 // fanout is the parallel, early-deciding quorum call shared by every lock
-// operation.
+// operation. nodeGroup.fan makes one.
 type fanout struct {
 	nodes       []*node
+	fifo        bool // every node's transport is one pipelined connection
 	quorum      int
 	nodeTimeout time.Duration
 	dying       <-chan struct{} // the owner's Close: a round stops waiting
@@ -66,6 +51,24 @@ type fanout struct {
 	// the nodes between them, and while a minority of nodes does not
 	// answer each waits out the node timeout holding its keys.
 	starts *sync.Mutex
+}
+
+// nodeGroup is the node list of a factory as its rounds see it.
+type nodeGroup struct {
+	nodes []*node
+	o     *owner
+	// fifo: every node's transport is one pipelined connection, on which
+	// commands reach the node in the order they were started.
+	fifo bool
+	// starts, when a node batches, orders the locks' rounds (see
+	// fanout.starts); nil otherwise.
+	starts *sync.Mutex
+}
+
+// fan returns the quorum call over the group with the given quorum, node
+// timeout and observer (nil: none).
+func (g *nodeGroup) fan(quorum int, nodeTimeout time.Duration, obs *observer) fanout {
+	return fanout{nodes: g.nodes, fifo: g.fifo, quorum: quorum, nodeTimeout: nodeTimeout, dying: g.o.dying, obs: obs, starts: g.starts}
 }
 
 // timers recycles the node-timeout timers of rounds. Since Go 1.23 a
@@ -92,7 +95,7 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 	if cmd.detached && ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if !f.nodes[0].tr.fifo() {
+	if !f.fifo {
 		r.fin = newFinish(len(f.nodes))
 	}
 	if f.starts != nil {
@@ -294,27 +297,3 @@ func (e *roundError) Error() string {
 }
 
 func (e *roundError) Unwrap() []error { return e.errs }
-
-// Reply readers of the node commands.
-func judgeSet(v any) reply { return reply{ok: v != nil} }
-
-func judgeOne(v any) reply {
-	n, err := redis.Int64(v, nil)
-	return reply{ok: n == 1, value: n, err: err}
-}
-
-func judgePTTL(v any) reply {
-	n, err := redis.Int64(v, nil)
-	return reply{ok: n > 0, value: n, err: err}
-}
-
-// judgeList accepts a reply of n integers.
-func judgeList(n int) func(v any) reply {
-	return func(v any) reply {
-		vals, err := redis.Int64s(v, nil)
-		if err == nil && len(vals) != n {
-			err = redis.Error("unexpected batch reply length")
-		}
-		return reply{ok: err == nil, raw: vals, err: err}
-	}
-}

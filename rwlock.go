@@ -74,9 +74,10 @@ type WriteLock struct {
 	name  string
 	l     *Lock   // the writer key
 	watch []*Lock // the writer key and the readers' departures, which wake a blocked writer
-	// withdraw deletes this writer's intent: the arguments of release.lua
-	// for the intent key and the writer's id.
-	withdraw []any
+	// intentKey and id name this writer's intent, which it withdraws when
+	// it gives up.
+	intentKey []any
+	id        string
 }
 
 // NewReadLock returns a reader of the read-write lock name, with the
@@ -87,10 +88,9 @@ func (f *Factory) NewReadLock(name string, opts ...Option) *ReadLock {
 	id := newToken()
 	l := f.newLock(name+rwReaderInfix+id, opts, true)
 	l.initErr = rwCheck(l, name)
-	keys := []any{rwReadScript.hashArg, 4, l.name, name + rwWriterSuffix, name + rwIntentSuffix, name + rwReadersSuffix}
+	keys := []any{l.name, name + rwWriterSuffix, name + rwIntentSuffix, name + rwReadersSuffix}
 	l.extra().setCmd = func(token any) *command {
-		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id)
-		return &command{script: rwReadScript, args: args, judge: judgeOne, detached: true}
+		return rwReadScript.cmd(judgeOne, keys, token, l.ttlArg, id)
 	}
 	watch := []*Lock{f.newLock(name+rwWriterSuffix, opts, true), f.newLock(name+rwIntentSuffix, opts, true)}
 	return &ReadLock{name: name, l: l, watch: watch, left: []any{releaseChannelPrefix + name + rwReadersSuffix, id}}
@@ -105,13 +105,12 @@ func (f *Factory) NewWriteLock(name string, opts ...Option) *WriteLock {
 	l := f.newLock(name+rwWriterSuffix, opts, true)
 	l.initErr = rwCheck(l, name)
 	intent := max(4*l.cfg.retryDelay+l.cfg.nodeTimeout, minWriterIntent)
-	keys := []any{rwWriteScript.hashArg, 3, l.name, name + rwIntentSuffix, name + rwReadersSuffix}
+	keys := []any{l.name, name + rwIntentSuffix, name + rwReadersSuffix}
 	l.extra().setCmd = func(token any) *command {
-		args := append(keys[:len(keys):len(keys)], token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix)
-		return &command{script: rwWriteScript, args: args, judge: judgeOne, detached: true}
+		return rwWriteScript.cmd(judgeOne, keys, token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix)
 	}
 	readers := f.newLock(name+rwReadersSuffix, opts, true) // only watched
-	return &WriteLock{name: name, l: l, watch: []*Lock{l, readers}, withdraw: []any{releaseScript.hashArg, 1, name + rwIntentSuffix, id}}
+	return &WriteLock{name: name, l: l, watch: []*Lock{l, readers}, intentKey: []any{name + rwIntentSuffix}, id: id}
 }
 
 // rwCheck is the construction error of a reader's or writer's lock l.
@@ -135,12 +134,12 @@ func (r *ReadLock) Name() string { return r.name }
 // Acquire blocks until this reader is registered on a quorum or ctx ends;
 // it returns the validity. Errors are those of Lock.Acquire.
 func (r *ReadLock) Acquire(ctx context.Context) (time.Duration, error) {
-	return rwAcquire(ctx, r.l, r.watch, 0)
+	return acquire(ctx, rwContender{r.l, r.watch}, r.name, 0)
 }
 
 // TryAcquire makes at most RetryTimes+1 attempts.
 func (r *ReadLock) TryAcquire(ctx context.Context) (time.Duration, error) {
-	return rwAcquire(ctx, r.l, r.watch, r.l.cfg.retryTimes+1)
+	return acquire(ctx, rwContender{r.l, r.watch}, r.name, r.l.cfg.retryTimes+1)
 }
 
 // Name returns the read-write lock's name.
@@ -157,14 +156,15 @@ func (w *WriteLock) TryAcquire(ctx context.Context) (time.Duration, error) {
 	return w.acquire(ctx, w.l.cfg.retryTimes+1)
 }
 
-// acquire is rwAcquire for the writer. A writer that gives up withdraws
-// its intent at once, so that readers need not wait for it to expire; the
+// acquire acquires the writer key. A writer that gives up withdraws its
+// intent at once, so that readers need not wait for it to expire; the
 // delete publishes on the intent key's channel, which blocked readers
 // follow.
 func (w *WriteLock) acquire(ctx context.Context, maxAttempts int) (time.Duration, error) {
-	v, err := rwAcquire(ctx, w.l, w.watch, maxAttempts)
+	v, err := acquire(ctx, rwContender{w.l, w.watch}, w.name, maxAttempts)
 	if err != nil && w.l.initErr == nil {
-		w.l.fan.send(context.Background(), &command{script: releaseScript, args: w.withdraw, judge: judgeOne, detached: true})
+		r := w.l.fan.send(context.Background(), releaseScript.cmd(judgeOne, w.intentKey, w.id).detach())
+		r.free()
 	}
 	return v, err
 }
@@ -180,7 +180,8 @@ func (r *ReadLock) Extend(ctx context.Context) (time.Duration, error) { return r
 func (r *ReadLock) Release(ctx context.Context) error {
 	err := r.l.Release(ctx)
 	if r.l.initErr == nil && !r.l.f.o.closing() {
-		r.l.fan.send(context.Background(), &command{name: "PUBLISH", args: r.left, judge: judgeAny, detached: true})
+		p := r.l.fan.send(context.Background(), plainCmd(judgeAny, "PUBLISH", r.left...).detach())
+		p.free()
 	}
 	return err
 }
@@ -207,23 +208,19 @@ func (w *WriteLock) Done() <-chan struct{} { return w.l.Done() }
 // Err reports why the writer's holding ended; see Lock.Err.
 func (w *WriteLock) Err() error { return w.l.Err() }
 
-// rwAcquire acquires l with its script, sleeping between attempts until
-// the release of one of watch is announced. Lock.Acquire's pause would ask
-// the writer key's PTTL, which says nothing about readers.
-func rwAcquire(ctx context.Context, l *Lock, watch []*Lock, maxAttempts int) (time.Duration, error) {
-	if err := beginOp(ctx, l); err != nil {
-		return 0, err
-	}
-	defer l.f.o.end()
-	if err := l.beginAcquire(); err != nil {
-		return 0, err
-	}
-	defer l.endAcquire()
-	return acquireLoop(ctx, l, watch, maxAttempts, func(ctx context.Context) (time.Duration, error) {
-		v, h, _, err := l.attempt(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return v, l.startHolding(h)
-	})
+// rwContender is a reader's or writer's lock as a contender (acquire.go):
+// its attempt is the lock's, with its script, but a blocked one sleeps
+// until the release of one of watch is announced. It never asks the
+// nodes how long its own key has left, which says nothing about the
+// others: a writer's key about readers, a reader's lease about writers.
+type rwContender struct {
+	l     *Lock
+	watch []*Lock
 }
+
+func (c rwContender) lead() *Lock                                           { return c.l }
+func (c rwContender) enter() error                                          { return c.l.enter() }
+func (c rwContender) leave()                                                { c.l.leave() }
+func (c rwContender) waitFor() []*Lock                                      { return c.watch }
+func (c rwContender) keyTTL() bool                                          { return false }
+func (c rwContender) try(ctx context.Context) (time.Duration, tally, error) { return c.l.try(ctx) }

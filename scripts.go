@@ -26,7 +26,6 @@ type script struct {
 	name    string
 	src     string
 	hashArg any
-	rs      *redis.Script
 	pub     *Script // as handed to a Node
 	bit     uint64  // 1 << the script's place in allScripts
 }
@@ -63,7 +62,7 @@ func loadScript(name string) *script {
 	}
 	rs := redis.NewScript(-1, string(src))
 	pub := &Script{name: name, src: string(src), hash: rs.Hash(), rs: rs}
-	return &script{name: name, src: string(src), hashArg: rs.Hash(), rs: rs, pub: pub}
+	return &script{name: name, src: string(src), hashArg: rs.Hash(), pub: pub}
 }
 
 // scriptSources lists the sources of every script, to load on a node.

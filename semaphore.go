@@ -137,60 +137,51 @@ func (s *Semaphore) current() *Lock {
 // Acquire blocks until a permit is held or ctx ends, and returns its
 // validity; errors are those of Lock.Acquire.
 func (s *Semaphore) Acquire(ctx context.Context) (time.Duration, error) {
-	return s.acquire(ctx, 0)
+	if s.initErr != nil {
+		return 0, s.initErr
+	}
+	return acquire(ctx, s, s.name, 0)
 }
 
 // TryAcquire makes at most RetryTimes+1 passes over the slots and returns
 // an error matching ErrNotAcquired when none won a permit.
 func (s *Semaphore) TryAcquire(ctx context.Context) (time.Duration, error) {
-	return s.acquire(ctx, s.slots[0].cfg.retryTimes+1)
-}
-
-// acquire runs passes until one wins a slot, maxPasses (0: unlimited) are
-// spent, ctx ends or the factory closes: each attempt of acquireLoop is a
-// pass.
-func (s *Semaphore) acquire(ctx context.Context, maxPasses int) (time.Duration, error) {
 	if s.initErr != nil {
 		return 0, s.initErr
 	}
-	first := s.slots[0]
-	if err := beginOp(ctx, first); err != nil {
-		return 0, err
-	}
-	defer first.f.o.end()
-	if err := s.beginAcquire(); err != nil {
-		return 0, err
-	}
-	defer s.endAcquire()
-	return acquireLoop(ctx, first, s.slots, maxPasses, s.pass)
+	return acquire(ctx, s, s.name, s.slots[0].cfg.retryTimes+1)
 }
 
-// pass attempts the slots once each, from a random one, and holds the
+// A Semaphore is a contender (acquire.go): an attempt is a pass over the
+// slots, and the release of any slot may free it.
+func (s *Semaphore) lead() *Lock      { return s.slots[0] }
+func (s *Semaphore) waitFor() []*Lock { return s.slots }
+func (s *Semaphore) keyTTL() bool     { return false }
+
+// try attempts the slots once each, from a random one, and holds the
 // first it wins.
-func (s *Semaphore) pass(ctx context.Context) (time.Duration, error) {
+func (s *Semaphore) try(ctx context.Context) (time.Duration, tally, error) {
 	start := rand.N(s.permits)
 	var lastErr error
+	var last tally
 	for k := range s.permits {
 		l := s.slots[(start+k)%s.permits]
-		v, h, _, err := l.attempt(ctx)
+		v, t, err := l.try(ctx)
 		if err == nil {
-			if err := l.startHolding(h); err != nil {
-				return 0, err
-			}
 			s.mu.Lock()
 			s.cur = l
 			s.mu.Unlock()
-			return v, nil
+			return v, t, nil
 		}
-		lastErr = err
-		if ctx.Err() != nil {
+		lastErr, last = err, t
+		if ctx.Err() != nil || err == errAcquireClosed {
 			break
 		}
 	}
-	return 0, lastErr
+	return 0, last, lastErr
 }
 
-func (s *Semaphore) beginAcquire() error {
+func (s *Semaphore) enter() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -203,7 +194,7 @@ func (s *Semaphore) beginAcquire() error {
 	return nil
 }
 
-func (s *Semaphore) endAcquire() {
+func (s *Semaphore) leave() {
 	s.mu.Lock()
 	s.acquiring = false
 	s.mu.Unlock()

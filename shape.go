@@ -48,7 +48,7 @@ func (f *Factory) shapeOf(cfg config, obs *observer, shared bool) *lockShape {
 
 func (f *Factory) newShape(cfg config, obs *observer) *lockShape {
 	s := &lockShape{cfg: cfg, ttlArg: cfg.ttlMs()}
-	s.fan = fanout{nodes: f.nodes, quorum: cfg.quorum, nodeTimeout: cfg.nodeTimeout, dying: f.o.dying, obs: obs, starts: f.starts}
+	s.fan = f.fan(cfg.quorum, cfg.nodeTimeout, obs)
 	if cfg.fencing {
 		s.fenceWindowArg = fenceWindow(cfg.ttl)
 	}

@@ -6,51 +6,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/redlockplus/redlock/internal/pipeline"
 )
 
-// transport carries commands to one node. Two implementations exist: one
-// auto-pipelined connection per node (a Factory's default), and a pool
-// connection per command (WithPipelining(false), and locks made by
-// NewLock). Lock code never knows which one it talks to.
+// transport carries commands to one node. Three implementations exist:
+// one auto-pipelined connection per node (pipeTransport, a Factory's
+// default over redigo pools), a goroutine per command over a Node
+// (nodeTransport: a redigo pool with WithPipelining(false) or NewLock, or
+// a Node of another client), and batches over a Batcher (batchTransport).
+// Only the pipelined one keeps the order of commands (nodeGroup.fifo);
+// the key-set layer (keyset.go) is the one place that cares.
 type transport interface {
 	// start sends c's command and returns at once; c.deliver is called
 	// exactly once with the node's reply or failure, never blocking.
 	start(ctx context.Context, c *call)
-	// fifo reports whether commands started one after another reach the
-	// node in that order (one connection). On such a transport a delete
-	// started after a SET runs after it; otherwise the delete has to wait
-	// until the SET's call is done.
-	fifo() bool
 	// close stops the transport once what was started has been written;
 	// later calls fail with ErrClosed.
 	close()
-}
-
-// command is what a round sends to every node, with the reading of its
-// reply.
-type command struct {
-	script *script // a lock script (EVALSHA, then EVAL on NOSCRIPT), or
-	name   string  // a plain command
-	args   []any   // for a script: its hash (hashArg), key count, keys and arguments
-	judge  func(v any) reply
-	// detached commands outlive the caller's context, which bounds only
-	// its wait: a SET must finish so that its fate is known, and a delete
-	// must reach slow nodes too.
-	detached bool
-	// redo marks a release script whose delete must happen: when it fails
-	// on a node, that node's cleanup worker takes it over (the key and
-	// token are args[2] and args[3]); the key lives redo at most.
-	redo time.Duration
-}
-
-// redone is the delete of a failed release command, for a cleaner.
-func (cmd *command) redone() discard {
-	key, _ := cmd.args[2].(string)
-	token, _ := cmd.args[3].(string)
-	return discard{key: key, token: token, until: time.Now().Add(cmd.redo)}
 }
 
 // call is one command on one node, with where its reply goes.
@@ -126,8 +98,10 @@ func (c *call) Reply(v any, err error) {
 // deliver writes the reply to the call's slot and announces it; a failed
 // delete that must happen goes to the node's cleanup worker.
 func (c *call) deliver(rep reply) {
-	if rep.err != nil && c.cmd.redo > 0 {
-		c.n.cleaner.add(c.cmd.redone(), true)
+	if rep.err != nil && c.cmd.deletes {
+		for _, d := range c.cmd.discards() {
+			c.n.cleaner.add(d, true)
+		}
 	}
 	if c.obs != nil {
 		c.obs.delivered(c.n, &rep)
@@ -165,57 +139,4 @@ func (t *pipeTransport) start(_ context.Context, c *call) {
 	t.conn.Send(c)
 }
 
-func (t *pipeTransport) fifo() bool { return true }
-func (t *pipeTransport) close()     { t.conn.Close() }
-
-// poolTransport borrows a pool connection per command, each in a goroutine
-// of the owner bounded by the node timeout.
-type poolTransport struct {
-	pool        Pool
-	o           *owner
-	nodeTimeout time.Duration
-}
-
-func (t *poolTransport) start(ctx context.Context, c *call) {
-	if c.cmd.detached {
-		ctx = context.WithoutCancel(ctx)
-	}
-	if !t.o.spawn(func() { t.run(ctx, c) }) {
-		c.deliver(reply{err: c.n.wrap(ErrClosed)})
-	}
-}
-
-func (t *poolTransport) run(ctx context.Context, c *call) {
-	ctx, cancel := context.WithTimeout(ctx, t.nodeTimeout)
-	defer cancel()
-	conn, err := t.pool.GetContext(ctx)
-	if err != nil {
-		c.deliver(reply{err: c.n.wrap(err)})
-		return
-	}
-	defer conn.Close()
-	var v any
-	reloaded := false
-	if s := c.cmd.script; s != nil {
-		// As redigo's Script.DoContext, but telling the observer when the
-		// node had lost the script.
-		v, err = redis.DoContext(conn, ctx, "EVALSHA", c.cmd.args...)
-		if isNoScript(err) {
-			// A node's first use of a script is expected to miss it (pools
-			// load nothing up front); later, it lost them.
-			reloaded = c.n.scripts.Load()&s.bit != 0
-			v, err = redis.DoContext(conn, ctx, "EVAL", append([]any{s.src}, c.cmd.args[1:]...)...)
-		}
-		if err == nil && c.n.scripts.Load()&s.bit == 0 {
-			c.n.scripts.Or(s.bit)
-		}
-	} else {
-		v, err = redis.DoContext(conn, ctx, c.cmd.name, c.cmd.args...)
-	}
-	rep := c.n.judge(c.cmd, v, err)
-	rep.reloaded = reloaded
-	c.deliver(rep)
-}
-
-func (t *poolTransport) fifo() bool { return false }
-func (t *poolTransport) close()     {}
+func (t *pipeTransport) close() { t.conn.Close() }

@@ -27,7 +27,7 @@ func TestDriftAndValidityArithmetic(t *testing.T) {
 		}
 		start := time.Now()
 		r := round{start: start, decided: start.Add(c.elapsed)}
-		if got := l.validity(r); got != c.valid {
+		if got := l.cfg.validity(&r); got != c.valid {
 			t.Errorf("ttl %v factor %v elapsed %v: validity %v, want %v", c.ttl, c.factor, c.elapsed, got, c.valid)
 		}
 	}

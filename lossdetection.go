@@ -63,7 +63,8 @@ const trackDelay = 10 * time.Millisecond
 // ErrLockLost. Invalidations lost while a subscriber or a command
 // connection was away are made up for: every watched name is checked again
 // once tracking is back, and the check's read tracks the key again.
-type detector struct {
+type lossDetector struct {
+	g           *nodeGroup // the nodes, for the check rounds
 	nodes       []*node
 	o           *owner
 	nodeTimeout time.Duration
@@ -112,13 +113,15 @@ type arming struct {
 	due  time.Duration // on monotonic()
 }
 
-// newDetector returns a detector over the nodes whose pools can dial a
+// newLossDetector returns a detector over the nodes whose pools can dial a
 // dedicated connection (*redis.Pool), or nil when none can. Its
 // subscribers start with the first held lock.
-func newDetector(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slog.Logger) *detector {
-	d := &detector{
+func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, logger *slog.Logger) *lossDetector {
+	nodes := g.nodes
+	d := &lossDetector{
+		g:           g,
 		nodes:       nodes,
-		o:           o,
+		o:           g.o,
 		nodeTimeout: nodeTimeout,
 		configs:     make([]pubsub.Config, len(nodes)),
 		name:        "redlock-invalidations-" + newToken(),
@@ -137,7 +140,7 @@ func newDetector(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slo
 		usable = true
 		d.configs[i] = pubsub.Config{
 			Dial:           func(ctx context.Context) (redis.Conn, error) { return d.dial(ctx, i, dial) },
-			Spawn:          o.spawn,
+			Spawn:          g.o.spawn,
 			OnKeys:         func(_ string, keys []string) { d.invalidated(keys) },
 			OnConnect:      func(bool) { d.connected(i) },
 			OnDisconnect:   func(error) { d.disconnected(i) },
@@ -160,7 +163,7 @@ func newDetector(nodes []*node, nodeTimeout time.Duration, o *owner, logger *slo
 // dial opens node i's subscriber connection, names it, and learns its
 // client id, the target of the command connection's redirect, in one round
 // trip.
-func (d *detector) dial(ctx context.Context, i int, dial func(context.Context) (redis.Conn, error)) (redis.Conn, error) {
+func (d *lossDetector) dial(ctx context.Context, i int, dial func(context.Context) (redis.Conn, error)) (redis.Conn, error) {
 	c, err := dial(ctx)
 	if err != nil {
 		return nil, err
@@ -182,7 +185,7 @@ func (d *detector) dial(ctx context.Context, i int, dial func(context.Context) (
 
 // start makes the subscribers at the first watch; d.mu is held. A
 // subscriber the owner refuses (it is closing) is left out.
-func (d *detector) start() {
+func (d *lossDetector) start() {
 	if d.started || d.closed {
 		return
 	}
@@ -203,7 +206,7 @@ func (d *detector) start() {
 // attempt that began before tracking was last re-established may have
 // been read untracked on a connection that is gone: it is checked at
 // once.
-func (d *detector) watch(l *Lock, h *holding, sent time.Duration) {
+func (d *lossDetector) watch(l *Lock, h *holding, sent time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.start()
@@ -222,7 +225,7 @@ func (d *detector) watch(l *Lock, h *holding, sent time.Duration) {
 
 // armDue queues the due armings for a check, unless their holding has
 // ended; d.mu is held.
-func (d *detector) armDue(now time.Duration) {
+func (d *lossDetector) armDue(now time.Duration) {
 	k := 0
 	for ; k < len(d.arming) && d.arming[k].due <= now; k++ {
 		a := d.arming[k]
@@ -236,7 +239,7 @@ func (d *detector) armDue(now time.Duration) {
 
 // isWatched reports whether holding h of the lock name is watched; d.mu is
 // held.
-func (d *detector) isWatched(name string, h *holding) bool {
+func (d *lossDetector) isWatched(name string, h *holding) bool {
 	w, ok := d.watched[name]
 	for p := &w; ok && p != nil; p = p.next {
 		if p.h == h {
@@ -247,7 +250,7 @@ func (d *detector) isWatched(name string, h *holding) bool {
 }
 
 // unwatch stops watching holding h of the lock name.
-func (d *detector) unwatch(name string, h *holding) {
+func (d *lossDetector) unwatch(name string, h *holding) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	w, ok := d.watched[name]
@@ -270,7 +273,7 @@ func (d *detector) unwatch(name string, h *holding) {
 // invalidated queues the watched names among keys (every watched name for
 // nil: a flush) for a check. It runs in a subscriber's reader: it only
 // queues.
-func (d *detector) invalidated(keys []string) {
+func (d *lossDetector) invalidated(keys []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.heard += max(len(keys), 1)
@@ -289,7 +292,7 @@ func (d *detector) invalidated(keys []string) {
 
 // connected records that node i's subscriber is up and subscribed: the
 // command connection must be redirected to it, and every name checked.
-func (d *detector) connected(i int) {
+func (d *lossDetector) connected(i int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ids[i] = d.dialled[i]
@@ -300,7 +303,7 @@ func (d *detector) connected(i int) {
 
 // disconnected records that node i's subscriber is down: invalidations
 // of that node are lost until it is back.
-func (d *detector) disconnected(i int) {
+func (d *lossDetector) disconnected(i int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ids[i] = 0
@@ -309,7 +312,7 @@ func (d *detector) disconnected(i int) {
 
 // redirect returns the client id that node i's new command connection
 // must redirect its invalidations to, or 0 while the subscriber is down.
-func (d *detector) redirect(i int) int64 {
+func (d *lossDetector) redirect(i int) int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ids[i]
@@ -327,7 +330,7 @@ var errMisdirected = errors.New("redlock: the tracking redirect names a client t
 // turns tracking on. A target that is not the factory's subscriber would
 // receive the invalidations: tracking is turned off again at once, before
 // the connection reads any key.
-func (d *detector) checkRedirect(ctx context.Context, c redis.Conn, tracking, target any) error {
+func (d *lossDetector) checkRedirect(ctx context.Context, c redis.Conn, tracking, target any) error {
 	if _, err := redis.String(tracking, nil); err != nil {
 		return err
 	}
@@ -344,7 +347,7 @@ func (d *detector) checkRedirect(ctx context.Context, c redis.Conn, tracking, ta
 // tracking was turned on with redirect id unless id is 0 or err says it
 // failed (the subscriber is gone: its return turns it on). What the old
 // connection tracked is not tracked any more: every name is checked again.
-func (d *detector) setUp(i int, id int64, err error) {
+func (d *lossDetector) setUp(i int, id int64, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if id != 0 {
@@ -360,7 +363,7 @@ func (d *detector) setUp(i int, id int64, err error) {
 
 // recheckAll queues every watched name and notes that tracking changed;
 // d.mu is held.
-func (d *detector) recheckAll() {
+func (d *lossDetector) recheckAll() {
 	d.since = monotonic()
 	for name := range d.watched {
 		d.pending[name] = struct{}{}
@@ -371,7 +374,7 @@ func (d *detector) recheckAll() {
 // run starts the worker when there is work and none runs, or wakes it
 // when it waits for an arming and a check or a redirect is queued; d.mu is
 // held.
-func (d *detector) run() {
+func (d *lossDetector) run() {
 	urgent := len(d.pending) > 0 || d.retrack != 0
 	switch {
 	case d.closed:
@@ -388,7 +391,7 @@ func (d *detector) run() {
 // work is the worker: it redirects the command connections whose
 // subscriber came back, then checks the queued names in batches, and
 // waits for the armings that are not due yet, until nothing is left.
-func (d *detector) work() {
+func (d *lossDetector) work() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
@@ -449,12 +452,12 @@ func (d *detector) work() {
 // of the nodes in mask, then queues every name for a check: invalidations
 // were lost while the subscriber was away. The check is sent after the
 // CLIENT TRACKING on the same connection, so its read tracks the keys.
-func (d *detector) track(mask uint64, ids []int64) {
+func (d *lossDetector) track(mask uint64, ids []int64) {
 	for i, n := range d.nodes {
 		if mask&(1<<i) == 0 || ids[i] == 0 {
 			continue
 		}
-		cmd := &command{name: "CLIENT", args: []any{"TRACKING", "on", "REDIRECT", ids[i], "NOLOOP"}, judge: judgeOK}
+		cmd := plainCmd(judgeOK, "CLIENT", "TRACKING", "on", "REDIRECT", ids[i], "NOLOOP")
 		rep := n.do(d.o.life, cmd, d.nodeTimeout)
 		d.mu.Lock()
 		d.enabled |= 1 << i
@@ -468,32 +471,20 @@ func (d *detector) track(mask uint64, ids []int64) {
 	d.mu.Unlock()
 }
 
-// judgeOK accepts a simple OK reply.
-func judgeOK(v any) reply {
-	s, err := redis.String(v, nil)
-	if err == nil && s != "OK" {
-		err = fmt.Errorf("redlock: unexpected reply %q", s)
-	}
-	return reply{ok: err == nil, err: err}
-}
-
 // check asks every node whether it still holds each lock of the batches,
 // in one call per node and batch, all sent at once, and ends the holdings
 // that a quorum no longer holds. A check that cannot decide (nodes did not
 // answer) leaves the holding to its extension and its validity.
-func (d *detector) check(batches [][]watch) {
-	fan := fanout{nodes: d.nodes, quorum: len(d.nodes), nodeTimeout: d.nodeTimeout, dying: d.o.dying}
+func (d *lossDetector) check(batches [][]watch) {
+	fan := d.g.fan(len(d.nodes), d.nodeTimeout, nil)
 	rounds := make([]round, len(batches))
 	for k, batch := range batches {
-		args := make([]any, 0, 2+2*len(batch))
-		args = append(args, checkManyScript.hashArg, len(batch))
-		for _, w := range batch {
-			args = append(args, w.l.nameArg)
+		keys := make([]any, len(batch))
+		tokens := make([]any, len(batch))
+		for i, w := range batch {
+			keys[i], tokens[i] = w.l.nameArg, w.h.arg
 		}
-		for _, w := range batch {
-			args = append(args, w.h.arg)
-		}
-		rounds[k] = fan.send(context.Background(), &command{script: checkManyScript, args: args, judge: judgeList(len(batch))})
+		rounds[k] = fan.send(context.Background(), checkManyScript.cmd(judgeList(len(batch)), keys, tokens...))
 	}
 	for k, batch := range batches {
 		r := &rounds[k]
@@ -510,7 +501,7 @@ func (d *detector) check(batches [][]watch) {
 
 // decide ends w's holding when more nodes refused lock i of check round r
 // than a quorum allows.
-func (d *detector) decide(w watch, r *round, i int) {
+func (d *lossDetector) decide(w watch, r *round, i int) {
 	held := 0
 	r.each(func(_ *node, rep *reply) {
 		if rep.err == nil && rep.raw.([]int64)[i] == 1 {
@@ -526,11 +517,11 @@ func (d *detector) decide(w watch, r *round, i int) {
 // untrack turns tracking off on the command connections where it was
 // turned on, before they go back to their pools at Close; nobody waits for
 // the replies, which the transports' close reads.
-func (d *detector) untrack() {
+func (d *lossDetector) untrack() {
 	d.mu.Lock()
 	enabled := d.enabled
 	d.mu.Unlock()
-	cmd := &command{name: "CLIENT", args: []any{"TRACKING", "off"}, judge: judgeOK}
+	cmd := plainCmd(judgeOK, "CLIENT", "TRACKING", "off")
 	for i, n := range d.nodes {
 		if enabled&(1<<i) == 0 {
 			continue
@@ -544,7 +535,7 @@ func (d *detector) untrack() {
 // close stops the subscribers and waits for their goroutines; the worker
 // ends by itself, its rounds cut short by the owner's Close. It is called
 // without d.mu: the subscribers' callbacks take it.
-func (d *detector) close() {
+func (d *lossDetector) close() {
 	d.mu.Lock()
 	d.closed = true
 	subs := d.subs
@@ -561,7 +552,7 @@ func (d *detector) close() {
 // subscriber on every node and no check is queued or running, with the
 // counts of invalidations heard, check rounds run and subscriber
 // connections made.
-func (d *detector) state() (idle bool, heard, checks, connects int) {
+func (d *lossDetector) state() (idle bool, heard, checks, connects int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	all := uint64(1)<<len(d.nodes) - 1

@@ -1,0 +1,154 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// contender is what the acquire loop needs of a primitive. Every
+// primitive's Acquire and TryAcquire run through acquire, so the retries,
+// the waits, the observer's events and the errors are the same for all of
+// them; a primitive says only how one attempt goes.
+type contender interface {
+	// lead gives the configuration, the factory and the observer.
+	lead() *Lock
+	// enter begins an Acquire: it fails when one is under way or the
+	// primitive is held. leave ends it.
+	enter() error
+	leave()
+	// try makes one attempt and, when it wins, starts the holding.
+	try(ctx context.Context) (time.Duration, tally, error)
+	// waitFor lists the locks whose release may free the primitive: a
+	// blocked Acquire sleeps until one of them is announced.
+	waitFor() []*Lock
+	// keyTTL reports whether the lead lock's key is what a holder keeps,
+	// so that a waiter may ask the nodes how long it has left.
+	keyTTL() bool
+}
+
+// tally is the count of one attempt's round, for the retry pause and the
+// observer.
+type tally struct {
+	oks, noes, errs int
+}
+
+// tallyOf counts round r.
+func tallyOf(r *round) tally { return tally{oks: r.oks, noes: r.noes, errs: len(r.errs)} }
+
+// errAcquireClosed ends an Acquire once the factory closes.
+var errAcquireClosed = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
+
+// acquire runs c's attempts until one wins, maxAttempts (0: unlimited) are
+// spent, ctx ends or the factory closes, and tells c's observer (named
+// name) how it went.
+func acquire(ctx context.Context, c contender, name string, maxAttempts int) (time.Duration, error) {
+	l := c.lead()
+	ob := l.obs
+	if ob == nil {
+		v, _, err := runAcquire(ctx, c, name, maxAttempts)
+		return v, err
+	}
+	start := time.Now()
+	if ob.AcquireStart != nil {
+		ctx = ob.AcquireStart(ctx, name)
+	}
+	validity, st, err := runAcquire(ctx, c, name, maxAttempts)
+	e := AcquireEvent{Lock: name, Attempts: st.attempts, Waited: time.Since(start), Err: err}
+	e.Outcome = l.outcome(ctx, err, &st)
+	if ob.AcquireDone != nil {
+		ob.AcquireDone(ctx, e)
+	}
+	if ob.log != nil {
+		level := slog.LevelDebug
+		if err != nil && e.Outcome != ContextEnded && e.Outcome != Closed {
+			level = slog.LevelInfo
+		}
+		ob.log.Log(ctx, level, "redlock: acquire "+e.Outcome.String(), "lock", name, "attempts", e.Attempts, "waited", e.Waited, "err", err)
+	}
+	return validity, err
+}
+
+// acquireStats is what the acquire loop tells its observer: the attempts
+// made, and the last one's tally.
+type acquireStats struct {
+	attempts int
+	last     tally
+}
+
+// runAcquire is acquire's loop.
+func runAcquire(ctx context.Context, c contender, name string, maxAttempts int) (time.Duration, acquireStats, error) {
+	var st acquireStats
+	l := c.lead()
+	if err := l.begin(ctx); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return 0, st, errAcquireClosed
+		}
+		return 0, st, err
+	}
+	defer l.f.o.end()
+	if err := c.enter(); err != nil {
+		return 0, st, err
+	}
+	defer c.leave()
+	w := newPauser(l, name, c.waitFor(), c.keyTTL())
+	defer w.close()
+	if maxAttempts == 0 {
+		if err := w.joinQueue(ctx); err != nil {
+			return 0, st, l.notAcquired(ctx, nil)
+		}
+	}
+	var lastErr error
+	for n := 1; ; n++ {
+		if ctx.Err() != nil || l.f.o.closing() {
+			return 0, st, l.notAcquired(ctx, lastErr)
+		}
+		w.beforeAttempt()
+		validity, t, err := c.try(ctx)
+		st.attempts, st.last = n, t
+		if err == nil || err == errAcquireClosed { // won, or won as Close began
+			return validity, st, err
+		}
+		if lastErr == nil || ctx.Err() == nil {
+			// An attempt cut short by ctx says less than the one before it.
+			lastErr = err
+		}
+		if maxAttempts > 0 && n >= maxAttempts {
+			return 0, st, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
+		}
+		if err := w.pause(ctx, t); err != nil {
+			return 0, st, l.notAcquired(ctx, lastErr)
+		}
+	}
+}
+
+// notAcquired is the error of an acquire ended by its context (matching
+// ErrNotAcquired and ctx.Err()) or by the factory's Close.
+func (l *Lock) notAcquired(ctx context.Context, last error) error {
+	switch {
+	case l.f.o.closing():
+		return errAcquireClosed
+	case last == nil:
+		return fmt.Errorf("%w: %w", ErrNotAcquired, ctx.Err())
+	}
+	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, ctx.Err(), last)
+}
+
+// outcome classifies an acquisition's error.
+func (l *Lock) outcome(ctx context.Context, err error, st *acquireStats) AcquireOutcome {
+	switch {
+	case err == nil:
+		return Acquired
+	case errors.Is(err, ErrClosed):
+		return Closed
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return ContextEnded
+	case st.attempts == 0:
+		return Invalid
+	case st.last.errs > 0 && st.last.noes <= len(l.fan.nodes)-l.cfg.quorum:
+		return NoQuorum
+	}
+	return Refused
+}

@@ -1,0 +1,70 @@
+package redlock
+
+import "time"
+
+// command is what a round sends to every node, with the reading of its
+// reply. Scripts are built by script.cmd and plain commands by plainCmd,
+// so that the argument layout lives in one place.
+type command struct {
+	script *script // a lock script (EVALSHA, then EVAL on NOSCRIPT), or
+	name   string  // a plain command
+	// args is what the pipelined transport writes: for a script its hash,
+	// the key count, the keys and the arguments; nkeys says how many keys.
+	args  []any
+	nkeys int
+	judge func(v any) reply
+	// detached commands outlive the caller's context, which bounds only
+	// its wait: a SET must finish so that its fate is known, and a delete
+	// must reach slow nodes too.
+	detached bool
+	// deletes marks a delete that must happen: the script deletes KEYS[i]
+	// when it holds ARGV[i], and a node that fails it hands those deletes
+	// to its cleaner. The keys live until then at most.
+	deletes bool
+	until   time.Time
+}
+
+// cmd builds a command of script s over keys with args.
+func (s *script) cmd(judge func(v any) reply, keys []any, args ...any) *command {
+	all := make([]any, 0, 2+len(keys)+len(args))
+	all = append(append(append(all, s.hashArg, len(keys)), keys...), args...)
+	return &command{script: s, args: all, nkeys: len(keys), judge: judge}
+}
+
+// plainCmd builds a plain command.
+func plainCmd(judge func(v any) reply, name string, args ...any) *command {
+	return &command{name: name, args: args, judge: judge}
+}
+
+// detach marks cmd as outliving the caller's context; see command.
+func (cmd *command) detach() *command {
+	cmd.detached = true
+	return cmd
+}
+
+// mustDelete marks cmd, a delete script, as a delete that must happen;
+// its keys live ttl at most from now. See command.deletes.
+func (cmd *command) mustDelete(ttl time.Duration) *command {
+	cmd.deletes, cmd.until = true, time.Now().Add(ttl)
+	return cmd.detach()
+}
+
+// discards are the deletes of a delete command, for a cleaner.
+func (cmd *command) discards() []discard {
+	keys, tokens := cmd.scriptKeys(nil)
+	out := make([]discard, len(keys))
+	for i, k := range keys {
+		token, _ := tokens[i].(string)
+		out[i] = discard{key: k, token: token, until: cmd.until}
+	}
+	return out
+}
+
+// scriptKeys returns the keys of a script command, appended to dst, and
+// its arguments after them.
+func (cmd *command) scriptKeys(dst []string) ([]string, []any) {
+	for _, k := range cmd.args[2 : 2+cmd.nkeys] {
+		dst = append(dst, k.(string)) // keys are strings by construction
+	}
+	return dst, cmd.args[2+cmd.nkeys:]
+}
