@@ -18,9 +18,9 @@ type Factory struct {
 	set      *nodeSet
 	defaults config
 	ext      *extender
-	wake     *waker      // nil: blocked Acquire calls poll
-	det      *lossDetector   // nil: loss detection off (tracking.go)
-	ownPools []io.Closer // pools made by NewFactoryFromURLs, closed by Close
+	wake     *waker        // nil: blocked Acquire calls poll
+	det      *lossDetector // nil: loss detection off (tracking.go)
+	ownPools []io.Closer   // pools made by NewFactoryFromURLs, closed by Close
 
 	shapesMu sync.Mutex
 	shapes   map[config]*lockShape // shared by the locks of each configuration (shape.go)
