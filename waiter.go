@@ -145,58 +145,36 @@ func (p *pauser) awaitReady(ctx context.Context) error {
 
 // wait sleeps until a watched release is heard, d passes, or ctx ends. A
 // waiter of one lock that is not first in a queue that moves keeps its
-// place instead of trying out of turn when d passes.
+// place instead of trying out of turn when d passes. The wake channels are
+// known only at run time, so they are selected with reflect.Select rather
+// than with a goroutine each.
 func (p *pauser) wait(ctx context.Context, d time.Duration) error {
-	if len(p.wts) > 1 {
-		return p.waitAny(ctx, d)
-	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	cases := make([]reflect.SelectCase, 0, len(p.wts)+3)
+	for _, c := range []any{t.C, ctx.Done(), p.l.f.o.dying} {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	for _, wt := range p.wts {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wt.wake)})
+	}
 	for {
-		select {
-		case <-p.wts[0].wake:
-			p.heard = true
-			return nil
-		case <-t.C:
-			if p.w.turnPending(p.ins[0], p.wts[0], p.l.cfg.retryDelay) {
+		switch i, _, _ := reflect.Select(cases); i {
+		case 0:
+			if len(p.wts) == 1 && p.w.turnPending(p.ins[0], p.wts[0], p.l.cfg.retryDelay) {
 				t.Reset(rand.N(p.l.cfg.retryDelay + 1))
 				continue
 			}
 			p.heard = false
-			return nil
-		case <-ctx.Done():
+		case 1:
 			return ctx.Err()
-		case <-p.l.f.o.dying:
+		case 2:
 			return ErrClosed
+		default:
+			p.heard = true
 		}
+		return nil
 	}
-}
-
-// waitAny is wait over several locks. Their wake channels are many and
-// known only at run time, so they are selected with reflect.Select rather
-// than with a goroutine each.
-func (p *pauser) waitAny(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	cases := make([]reflect.SelectCase, 0, len(p.wts)+3)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.l.f.o.dying)})
-	for _, wt := range p.wts {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(wt.wake)})
-	}
-	switch i, _, _ := reflect.Select(cases); i {
-	case 0:
-		p.heard = false
-	case 1:
-		return ctx.Err()
-	case 2:
-		return ErrClosed
-	default:
-		p.heard = true
-	}
-	return nil
 }
 
 func (p *pauser) close() {
