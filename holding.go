@@ -29,6 +29,8 @@ type holding struct {
 	onEnd      *[]func(cause error) // made on demand, like done: one word in every holding
 	validUntil time.Duration        // end of the current validity, on monotonic()
 	begun      time.Duration        // when it started, on monotonic(): for observers
+	why        LossCause            // how it was lost, once it was
+	inSet      bool                 // a part of a MultiLock's set, which reports its loss
 
 	// The extender's bookkeeping, under its mu (autoextend.go): the
 	// holding's place in the expiry heap and its autoextension schedule.

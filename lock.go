@@ -308,10 +308,15 @@ func (l *Lock) expire(h *holding) bool {
 // stops, the observer hears why, and the nodes' cleaners delete the keys
 // that still carry the token.
 func (l *Lock) lose(h *holding, why LossCause, cause error) {
+	h.mu.Lock()
+	if h.cause == nil {
+		h.why = why
+	}
+	h.mu.Unlock()
 	if !l.endHolding(h, cause) {
 		return
 	}
-	if l.obs != nil {
+	if l.obs != nil && !h.inSet { // a set's loss is its own event (MultiLock.lose)
 		l.obs.lost(l.name, h, why, cause)
 	}
 	d := l.discardOf(h.token)

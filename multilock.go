@@ -179,7 +179,7 @@ func (m *MultiLock) startHolding(token string, arg any, w won) error {
 	set := &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, begun: monotonic()}
 	parts := make([]*holding, len(m.keys.locks))
 	for i := range parts {
-		parts[i] = &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, l: m.keys.locks[i]}
+		parts[i] = &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, l: m.keys.locks[i], inSet: true}
 	}
 	m.mu.Lock()
 	m.set, m.parts = set, parts
@@ -191,21 +191,24 @@ func (m *MultiLock) startHolding(token string, arg any, w won) error {
 		} else {
 			l.lose(parts[i], LossWithSet, err) // never registered: give its keys up
 		}
-		parts[i].afterEnd(func(cause error) {
+		part := parts[i]
+		part.afterEnd(func(cause error) {
 			if cause != nil {
-				m.lose(set, parts, cause)
+				m.lose(set, parts, part.why, cause)
 			}
 		})
 	}
 	return err
 }
 
-// lose ends the set with cause and gives up every name still held. On
-// Close, the factory releases each name itself.
-func (m *MultiLock) lose(set *holding, parts []*holding, cause error) {
+// lose ends the set with cause, found as why, tells the observer and gives
+// up every name still held. On Close, the factory releases each name
+// itself.
+func (m *MultiLock) lose(set *holding, parts []*holding, why LossCause, cause error) {
 	if !set.end(cause) || errors.Is(cause, ErrClosed) {
 		return
 	}
+	m.keys.obs.lost(m.Name(), set, why, cause)
 	for i, l := range m.keys.locks {
 		l.lose(parts[i], LossWithSet, cause)
 	}

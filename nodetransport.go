@@ -18,7 +18,7 @@ import (
 // bulkhead does, and the other nodes decide the round. It is far above
 // what a healthy node has in flight: one command per concurrent lock
 // operation, answered in a round trip.
-const maxInFlight = 256
+const maxInFlight = 64
 
 // nodeTransport carries commands to a Node: a redigo pool
 // (WithPipelining(false), and locks made by NewLock) or a Node of another
