@@ -115,26 +115,15 @@ type batch struct {
 // values of its first command's context, not its cancellation: a caller
 // that stops waiting does not take the others' commands with it.
 func (b *batch) run(t *batchTransport, q []queued) {
-	sent := q[:0]
 	for _, e := range q {
-		if err := b.add(e.c); err != nil {
-			e.c.deliver(reply{err: e.c.n.wrap(err)})
-			e.c.recycle()
-			continue
-		}
-		sent = append(sent, e)
+		b.add(e.c)
 	}
-	if len(sent) == 0 {
-		return
-	}
-	q = sent
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(q[0].ctx), t.nodeTimeout)
 	t.node.DoBatch(ctx, b.cmds)
 	cancel()
 	for i, e := range q {
 		v, err := fromNode(b.cmds[i].Reply, b.cmds[i].Err)
 		e.c.deliver(e.c.n.judge(e.c.cmd, v, err))
-		e.c.recycle()
 	}
 	clear(b.cmds)
 	b.cmds = b.cmds[:0]
@@ -143,21 +132,16 @@ func (b *batch) run(t *batchTransport, q []queued) {
 }
 
 // add appends a call's command as a Batcher takes it.
-func (b *batch) add(c *call) error {
+func (b *batch) add(c *call) {
 	s := c.cmd.script
 	if s == nil {
 		b.cmds = append(b.cmds, Command{Name: c.cmd.name, Args: c.cmd.args})
-		return nil
+		return
 	}
 	from := len(b.keys)
-	keys, args, err := scriptArgs(b.keys, c.cmd.args[1:])
-	if err != nil {
-		b.keys = keys[:from]
-		return err
-	}
+	keys, args := c.cmd.scriptKeys(b.keys)
 	b.keys = keys
 	b.cmds = append(b.cmds, Command{Script: s.pub, Keys: keys[from:len(keys):len(keys)], Args: args})
-	return nil
 }
 
 // close does nothing: the clients are the caller's.

@@ -220,6 +220,31 @@ func (ks keySet) release(ctx context.Context, fan *fanout, hs []*holding) round 
 	return r
 }
 
+// releaseHeld finishes the Release of holding set (parts[i] of key i),
+// which the caller has ended: it stops the parts' extensions, deletes the
+// keys and tells the observer. It succeeds iff a quorum released every key;
+// see Lock.Release.
+func (ks keySet) releaseHeld(ctx context.Context, set *holding, parts []*holding) error {
+	if ob := ks.obs; ob != nil && ob.ReleaseStart != nil {
+		ctx = ob.ReleaseStart(ctx, ks.name())
+	}
+	for i, k := range ks.locks {
+		k.endHolding(parts[i], errReleased) // a Lock's own holding has ended already
+		k.f.ext.unschedule(parts[i], true)
+	}
+	l := ks.lead()
+	r := ks.release(ctx, &l.fan, parts)
+	var err error
+	for i, k := range ks.locks {
+		if t := ks.keyTally(&r, i); !t.reached(k.cfg.quorum) && err == nil {
+			err = t.failure("released", len(l.fan.nodes), k.cfg.quorum)
+		}
+	}
+	r.free()
+	ks.obs.released(ctx, set, false, err)
+	return err
+}
+
 // announce tells the factory's local waiters of each key that its holding
 // was released: every one, or, given the release round r, those that a
 // quorum released.

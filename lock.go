@@ -372,11 +372,6 @@ func (l *Lock) Extend(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return l.extendHolding(ctx, h)
-}
-
-// extendHolding extends holding h; see Extend.
-func (l *Lock) extendHolding(ctx context.Context, h *holding) (time.Duration, error) {
 	return lockKeys(l).extend(ctx, h, []*holding{h})
 }
 
@@ -411,18 +406,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 		return invalidOp("lock %q released twice", l.name)
 	}
-	if l.obs != nil && l.obs.ReleaseStart != nil {
-		ctx = l.obs.ReleaseStart(ctx, l.name)
-	}
-	l.f.ext.unschedule(h, true)
-	r := lockKeys(l).release(ctx, &l.fan, []*holding{h})
-	var err error
-	if !r.reached(l.cfg.quorum) {
-		err = r.failure("released", len(l.fan.nodes), l.cfg.quorum)
-	}
-	r.free()
-	l.obs.released(ctx, h, false, err)
-	return err
+	return lockKeys(l).releaseHeld(ctx, h, []*holding{h})
 }
 
 // CheckTimes asks every node for the remaining TTL of the lock's key and

@@ -263,12 +263,11 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	if m.initErr != nil {
 		return m.initErr
 	}
-	l := m.keys.lead()
 	m.mu.Lock()
 	set, parts := m.set, m.parts
 	m.mu.Unlock()
 	switch {
-	case set == nil && l.f.o.closing():
+	case set == nil && m.keys.lead().f.o.closing():
 		return ErrClosed
 	case set == nil:
 		return invalidOp("Release of multi-lock %q before Acquire", m.Name())
@@ -276,21 +275,5 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	if !set.end(errReleased) {
 		return errOr(set.Err(), invalidOp("multi-lock %q released twice", m.Name()))
 	}
-	if ob := m.keys.obs; ob != nil && ob.ReleaseStart != nil {
-		ctx = ob.ReleaseStart(ctx, m.Name())
-	}
-	for i, k := range m.keys.locks {
-		k.endHolding(parts[i], errReleased)
-		k.f.ext.unschedule(parts[i], true)
-	}
-	r := m.keys.release(ctx, &l.fan, parts)
-	var err error
-	for i := range m.keys.locks {
-		if t := m.keys.keyTally(&r, i); !t.reached(l.cfg.quorum) && err == nil {
-			err = t.failure("released every name", len(l.fan.nodes), l.cfg.quorum)
-		}
-	}
-	r.free()
-	m.keys.obs.released(ctx, set, false, err)
-	return err
+	return m.keys.releaseHeld(ctx, set, parts)
 }

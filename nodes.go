@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/gomodule/redigo/redis"
@@ -43,7 +42,7 @@ type Script struct {
 	name string
 	src  string
 	hash string
-	rs   *redis.Script // for PoolNode
+	in   *script // the package's own form, for PoolNode
 }
 
 // Scripts returns the lock's Lua scripts, for a client that loads them on
@@ -103,26 +102,17 @@ type poolNode struct{ p Pool }
 func (n poolNode) Addr() string { return nodeAddr(n.p) }
 
 func (n poolNode) Do(ctx context.Context, name string, args ...any) (any, error) {
-	c, err := n.p.GetContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	return replyOf(redis.DoContext(c, ctx, name, args...))
+	v, _, err := n.do(ctx, plainCmd(nil, name, args...))
+	return replyOf(v, err)
 }
 
 func (n poolNode) RunScript(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
-	c, err := n.p.GetContext(ctx)
-	if err != nil {
-		return nil, err
+	ks := make([]any, len(keys))
+	for i, k := range keys {
+		ks[i] = k
 	}
-	defer c.Close()
-	all := make([]any, 0, 1+len(keys)+len(args))
-	all = append(all, len(keys))
-	for _, k := range keys {
-		all = append(all, k)
-	}
-	return replyOf(s.rs.DoContext(ctx, c, append(all, args...)...))
+	v, _, err := n.do(ctx, s.in.cmd(nil, ks, args...))
+	return replyOf(v, err)
 }
 
 // replyOf turns redigo's error reply into the Node contract's ReplyError.
@@ -190,22 +180,4 @@ func sameValue(a, b any) bool {
 		return false
 	}
 	return va.Equal(vb)
-}
-
-// scriptArgs splits a script command's arguments (key count, keys, then
-// arguments): it appends the keys to dst and returns dst and the
-// arguments.
-func scriptArgs(dst []string, args []any) ([]string, []any, error) {
-	n, ok := args[0].(int)
-	if !ok || n < 0 || n > len(args)-1 {
-		return dst, nil, fmt.Errorf("redlock: bad script key count %v", args[0]) // a defect of the core
-	}
-	for _, a := range args[1 : 1+n] {
-		k, ok := a.(string)
-		if !ok {
-			return dst, nil, fmt.Errorf("redlock: script key %v is not a string", a)
-		}
-		dst = append(dst, k)
-	}
-	return dst, args[1+n:], nil
 }

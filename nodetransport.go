@@ -46,7 +46,6 @@ func (t *nodeTransport) start(ctx context.Context, c *call) {
 	if t.inFlight.Add(1) > maxInFlight {
 		t.inFlight.Add(-1)
 		c.deliver(reply{err: c.n.wrap(fmt.Errorf("%w: %d commands in flight", ErrNodeBusy, maxInFlight))})
-		c.recycle()
 		return
 	}
 	// The command runs to its end or its node timeout whatever the
@@ -58,7 +57,6 @@ func (t *nodeTransport) start(ctx context.Context, c *call) {
 	if !t.o.spawn(func() { t.run(ctx, c) }) {
 		t.inFlight.Add(-1)
 		c.deliver(reply{err: c.n.wrap(ErrClosed)})
-		c.recycle()
 	}
 }
 
@@ -74,7 +72,6 @@ func (t *nodeTransport) run(ctx context.Context, c *call) {
 		rep = c.n.judge(c.cmd, v, err)
 	}
 	c.deliver(rep)
-	c.recycle()
 }
 
 // runNode runs cmd on a Node of another client.
@@ -92,46 +89,55 @@ func (t *nodeTransport) close() {}
 // run runs cmd on a pooled connection, in redigo's reply forms, and tells
 // the observer when the node had lost a script it ran before.
 func (p poolNode) run(ctx context.Context, n *node, cmd *command) reply {
-	conn, err := p.p.GetContext(ctx)
-	if err != nil {
-		return reply{err: n.wrap(err)}
-	}
-	defer conn.Close()
-	var v any
-	reloaded := false
+	v, missed, err := p.do(ctx, cmd)
+	rep := n.judge(cmd, v, err)
 	if s := cmd.script; s != nil {
-		v, err = doTimeout(ctx, conn, "EVALSHA", cmd.args...)
-		if isNoScript(err) {
-			// A node's first use of a script is expected to miss it (pools
-			// load nothing up front); later, it lost them.
-			reloaded = n.scripts.Load()&s.bit != 0
-			v, err = doTimeout(ctx, conn, "EVAL", append([]any{s.src}, cmd.args[1:]...)...)
-		}
-		if err == nil && n.scripts.Load()&s.bit == 0 {
+		// A node's first use of a script is expected to miss it (pools
+		// load nothing up front); later, it lost them.
+		rep.reloaded = missed && n.scripts.Load()&s.bit != 0
+		if err == nil {
 			n.scripts.Or(s.bit)
 		}
-	} else {
-		v, err = doTimeout(ctx, conn, cmd.name, cmd.args...)
 	}
-	rep := n.judge(cmd, v, err)
-	rep.reloaded = reloaded
 	return rep
+}
+
+// do runs cmd on a pooled connection: a script with EVALSHA, then with
+// EVAL when the node answers NOSCRIPT (missed).
+func (p poolNode) do(ctx context.Context, cmd *command) (v any, missed bool, err error) {
+	conn, err := p.p.GetContext(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer conn.Close()
+	s := cmd.script
+	if s == nil {
+		v, err = doTimeout(ctx, conn, cmd.name, cmd.args...)
+		return v, false, err
+	}
+	v, err = doTimeout(ctx, conn, "EVALSHA", cmd.args...)
+	if !isNoScript(err) {
+		return v, false, err
+	}
+	v, err = doTimeout(ctx, conn, "EVAL", append([]any{s.src}, cmd.args[1:]...)...)
+	return v, true, err
 }
 
 // doTimeout runs a command within ctx's deadline in this goroutine: with
 // the connection's read timeout when it has one, so that no reader of
-// redigo's outlives the call, and with DoContext otherwise (a wrapper of
-// the caller's).
+// redigo's outlives the call, and with DoContext otherwise (no deadline,
+// or a wrapper of the caller's).
 func doTimeout(ctx context.Context, c redis.Conn, name string, args ...any) (any, error) {
-	dl, _ := ctx.Deadline()
-	if ct, ok := c.(redis.ConnWithTimeout); ok {
-		d := time.Until(dl)
-		if d <= 0 {
-			return nil, context.DeadlineExceeded
-		}
-		return ct.DoWithTimeout(d, name, args...)
+	dl, ok := ctx.Deadline()
+	ct, timed := c.(redis.ConnWithTimeout)
+	if !ok || !timed {
+		return redis.DoContext(c, ctx, name, args...)
 	}
-	return redis.DoContext(c, ctx, name, args...)
+	d := time.Until(dl)
+	if d <= 0 {
+		return nil, context.DeadlineExceeded
+	}
+	return ct.DoWithTimeout(d, name, args...)
 }
 
 // fromNode turns a Node's reply into the forms the reply readers take,

@@ -61,8 +61,9 @@ func loadScript(name string) *script {
 		panic("redlock: missing embedded script " + name) // a build defect, not input
 	}
 	rs := redis.NewScript(-1, string(src))
-	pub := &Script{name: name, src: string(src), hash: rs.Hash(), rs: rs}
-	return &script{name: name, src: string(src), hashArg: rs.Hash(), pub: pub}
+	s := &script{name: name, src: string(src), hashArg: rs.Hash()}
+	s.pub = &Script{name: name, src: string(src), hash: rs.Hash(), in: s}
+	return s
 }
 
 // scriptSources lists the sources of every script, to load on a node.

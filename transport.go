@@ -39,15 +39,8 @@ type call struct {
 	obs  *observer    // told of the node's failure; nil: nobody listens
 }
 
-// calls recycles the calls of pipelined rounds, one per node and command.
+// calls recycles the calls of every round, one per node and command.
 var calls = sync.Pool{New: func() any { return new(call) }}
-
-// recycle returns a delivered call to calls: nothing may use it after
-// deliver returned.
-func (c *call) recycle() {
-	*c = call{}
-	calls.Put(c)
-}
 
 // finish is closed once every call of a pool round is done, so that a
 // cleanup can follow a SET whose reply came too late to be counted, and
@@ -89,14 +82,11 @@ func (c *call) Reply(v any, err error) {
 	rep := c.n.judge(c.cmd, v, err)
 	rep.reloaded = c.name == "EVAL"
 	c.deliver(rep)
-	if c.fin == nil {
-		*c = call{}
-		calls.Put(c)
-	}
 }
 
 // deliver writes the reply to the call's slot and announces it; a failed
-// delete that must happen goes to the node's cleanup worker.
+// delete that must happen goes to the node's cleanup worker. It recycles
+// the call, on every transport: nothing may use it after deliver.
 func (c *call) deliver(rep reply) {
 	if rep.err != nil && c.cmd.deletes {
 		for _, d := range c.cmd.discards() {
@@ -117,6 +107,8 @@ func (c *call) deliver(rep reply) {
 	if c.buf != nil {
 		c.buf.unref()
 	}
+	*c = call{}
+	calls.Put(c)
 }
 
 // pipeTransport is one auto-pipelined connection to the node.
