@@ -65,7 +65,7 @@ func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
 		f.wake = newWaker(nodes, check.nodeTimeout, f.o, cfg.logger)
 	}
 	if check.lossDetection && check.pipelining && allPools(nodes) {
-		f.det = newLossDetector(&f.nodeGroup, check.nodeTimeout, cfg.logger)
+		f.det = newLossDetector(&f.nodeGroup, check.nodeTimeout, f.ext.obs, cfg.logger)
 	}
 	return f, nil
 }

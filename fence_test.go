@@ -279,7 +279,8 @@ func warmUp(t *testing.T, ctx context.Context, l *redlock.Lock) {
 func TestFenceRounds(t *testing.T) {
 	c, pools := cluster(t, 3)
 	ctx := ctxT(t, 20*time.Second)
-	f, err := redlock.NewFactory(pools, redlock.WithTTL(10*time.Second), redlock.WithFencing(true), redlock.WithAutoextend(false))
+	cr := &checkRounds{}
+	f, err := redlock.NewFactory(pools, redlock.WithTTL(10*time.Second), redlock.WithFencing(true), redlock.WithAutoextend(false), cr.observer(redlock.Observer{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestFenceRounds(t *testing.T) {
 		scripts int64 // per node per cycle: acquire, commit, release
 	}{{0, 2}, {-time.Hour, 3}, {time.Hour, 3}, {0, 2}} {
 		restore := fenceclock.Skew(tc.skew)
-		checks := resetStats(t, c, f)
+		checks := resetStats(t, c, cr)
 		const cycles = 5
 		for range cycles {
 			if _, err := l.Acquire(ctx); err != nil {
@@ -310,8 +311,8 @@ func TestFenceRounds(t *testing.T) {
 		settled(t, c)
 		// A holding that outlived the loss detector's trackDelay was
 		// checked: one script per node and check round.
-		want := cycles*tc.scripts + int64(redlock.LossDetectionOf(f).Checks-checks)
 		for i := range c.Nodes {
+			want := cycles*tc.scripts + int64(cr.on(i)-checks[i])
 			if got := scriptCalls(t, c, i); got != want {
 				t.Fatalf("skew %v: node %d ran %d scripts in %d cycles, want %d", tc.skew, i, got, cycles, want)
 			}
@@ -337,15 +338,19 @@ func settled(t *testing.T, c *redistest.Cluster) {
 }
 
 // resetStats waits until the nodes have settled, resets their command
-// counts, and returns how many check rounds f's loss detector has run: each
-// adds one script per node.
-func resetStats(t *testing.T, c *redistest.Cluster, f *redlock.Factory) int {
+// counts, and returns how many check calls of the loss detector each node
+// has answered (cr): each is one script.
+func resetStats(t *testing.T, c *redistest.Cluster, cr *checkRounds) []int {
 	t.Helper()
 	settled(t, c)
 	for _, n := range c.Nodes {
 		n.Do("CONFIG", "RESETSTAT")
 	}
-	return redlock.LossDetectionOf(f).Checks
+	checks := make([]int, len(c.Nodes))
+	for i := range checks {
+		checks[i] = cr.on(i)
+	}
+	return checks
 }
 
 // scriptCalls is node i's count of EVALSHA and EVAL calls since its last

@@ -65,6 +65,7 @@ const trackDelay = 10 * time.Millisecond
 // once tracking is back, and the check's read tracks the key again.
 type lossDetector struct {
 	g           *nodeGroup // the nodes, for the check rounds
+	obs         *observer  // the factory's: the check rounds' replies and node errors
 	nodes       []*node
 	o           *owner
 	nodeTimeout time.Duration
@@ -92,10 +93,6 @@ type lossDetector struct {
 	arming  []arming      // holdings not yet checked, in the order of their due times
 	running bool          // the worker
 	wake    chan struct{} // (cap 1) work was queued while the worker waits for arming
-
-	// For tests: keys invalidated (a flush counts one), check rounds run,
-	// subscriber connections made.
-	heard, checks, connects int
 }
 
 // watch is a holding whose key is watched, and any other live holding of
@@ -116,10 +113,11 @@ type arming struct {
 // newLossDetector returns a detector over the nodes whose pools can dial a
 // dedicated connection (*redis.Pool), or nil when none can. Its
 // subscribers start with the first held lock.
-func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, logger *slog.Logger) *lossDetector {
+func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, obs *observer, logger *slog.Logger) *lossDetector {
 	nodes := g.nodes
 	d := &lossDetector{
 		g:           g,
+		obs:         obs,
 		nodes:       nodes,
 		o:           g.o,
 		nodeTimeout: nodeTimeout,
@@ -276,7 +274,6 @@ func (d *lossDetector) unwatch(name string, h *holding) {
 func (d *lossDetector) invalidated(keys []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.heard += max(len(keys), 1)
 	if keys == nil {
 		for name := range d.watched {
 			d.pending[name] = struct{}{}
@@ -297,7 +294,6 @@ func (d *lossDetector) connected(i int) {
 	defer d.mu.Unlock()
 	d.ids[i] = d.dialled[i]
 	d.retrack |= 1 << i
-	d.connects++
 	d.run()
 }
 
@@ -476,7 +472,7 @@ func (d *lossDetector) track(mask uint64, ids []int64) {
 // that a quorum no longer holds. A check that cannot decide (nodes did not
 // answer) leaves the holding to its extension and its validity.
 func (d *lossDetector) check(batches [][]watch) {
-	fan := d.g.fan(len(d.nodes), d.nodeTimeout, nil)
+	fan := d.g.fan(len(d.nodes), d.nodeTimeout, d.obs)
 	rounds := make([]round, len(batches))
 	for k, batch := range batches {
 		keys := make([]any, len(batch))
@@ -494,9 +490,6 @@ func (d *lossDetector) check(batches [][]watch) {
 		}
 		r.free()
 	}
-	d.mu.Lock()
-	d.checks += len(batches)
-	d.mu.Unlock()
 }
 
 // decide ends w's holding when more nodes refused lock i of check round r
@@ -546,16 +539,4 @@ func (d *lossDetector) close() {
 	d.mu.Lock()
 	clear(d.ids) // a command connection dialled from now on turns no tracking on
 	d.mu.Unlock()
-}
-
-// state reports, for tests, whether tracking is on towards a live
-// subscriber on every node and no check is queued or running, with the
-// counts of invalidations heard, check rounds run and subscriber
-// connections made.
-func (d *lossDetector) state() (idle bool, heard, checks, connects int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	all := uint64(1)<<len(d.nodes) - 1
-	idle = d.started && d.tracked == all && d.retrack == 0 && !d.running && len(d.pending) == 0
-	return idle, d.heard, d.checks, d.connects
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,33 +22,128 @@ import (
 // the next extension of a lock with the default TTL would notice it.
 const detectBound = 5 * time.Second
 
-// detectionReady waits until f's loss detector tracks on every node with a
-// live subscriber and has nothing queued, and has heard at least heard
-// invalidations and made at least connects subscriber connections.
-func detectionReady(t *testing.T, f *redlock.Factory, heard, connects int) redlock.LossDetection {
-	t.Helper()
-	deadline := time.Now().Add(detectBound)
-	for {
-		st := redlock.LossDetectionOf(f)
-		if st.Idle && st.Heard >= heard && st.Connects >= connects {
-			return st
+// checkRounds counts, per node, the loss detector's check calls that the
+// node answered: the NodeReply events of its check_many rounds, which the
+// factory's observer receives.
+type checkRounds struct {
+	mu      sync.Mutex
+	perNode map[int]int
+}
+
+// observer returns base, given to a factory, with the counting added.
+func (cr *checkRounds) observer(base redlock.Observer) redlock.Option {
+	cr.perNode = map[int]int{}
+	base.NodeReply = func(_ context.Context, e redlock.NodeReplyEvent) {
+		if e.Op == "check_many" && !e.Undecided && e.Err == nil {
+			cr.mu.Lock()
+			cr.perNode[e.Node]++
+			cr.mu.Unlock()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("loss detector after %v: %+v; want idle, %d heard, %d connects", detectBound, st, heard, connects)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	return redlock.WithObserver(base)
+}
+
+// on returns node i's count.
+func (cr *checkRounds) on(i int) int {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.perNode[i]
+}
+
+// rounds is the count of check calls that every node of c answered.
+func (cr *checkRounds) rounds(c *redistest.Cluster) int {
+	n := -1
+	for i := range c.Nodes {
+		if k := cr.on(i); n < 0 || k < n {
+			n = k
+		}
+	}
+	return n
+}
+
+// settle waits until no check round has been answered for 200 ms, and
+// returns the count.
+func (cr *checkRounds) settle(t *testing.T, c *redistest.Cluster) int {
+	t.Helper()
+	prev := -1
+	waitFor(t, detectBound, "the loss detector's checks to settle", func() bool {
+		n := cr.rounds(c)
+		ok := n == prev
+		prev = n
+		time.Sleep(200 * time.Millisecond)
+		return ok
+	})
+	return prev
+}
+
+// checkedAfter waits until every node has answered a check round more
+// than before.
+func (cr *checkRounds) checkedAfter(t *testing.T, c *redistest.Cluster, before int) {
+	t.Helper()
+	waitFor(t, detectBound, "a check round", func() bool { return cr.rounds(c) > before })
+}
+
+// detectFactory is factory with a check-round counter on top of base.
+func detectFactory(t *testing.T, base redlock.Observer, opts ...redlock.Option) (*redistest.Cluster, *redlock.Factory, *checkRounds) {
+	t.Helper()
+	cr := &checkRounds{}
+	c, f := factory(t, append(opts, cr.observer(base))...)
+	return c, f, cr
+}
+
+// trackedKeys is node n's count of keys tracked for client-side caching,
+// that is for the loss detector (INFO stats tracking_total_keys).
+func trackedKeys(t *testing.T, n *redistest.Node) int {
+	t.Helper()
+	info, err := redis.String(n.Do("INFO", "stats"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "tracking_total_keys:"); ok {
+			k, _ := strconv.Atoi(v)
+			return k
+		}
+	}
+	return 0
+}
+
+// tracked waits until every node tracks at least keys keys, with the
+// detector's subscriber connection up.
+func tracked(t *testing.T, c *redistest.Cluster, keys int) {
+	t.Helper()
+	waitFor(t, detectBound, fmt.Sprintf("%d keys tracked on every node", keys), func() bool {
+		for _, n := range c.Nodes {
+			if trackedKeys(t, n) < keys || invalidationSubscribers(t, n) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// invalidationSubscribers is node n's count of subscribers of the
+// invalidation channel: the loss detector's connections.
+func invalidationSubscribers(t *testing.T, n *redistest.Node) int64 {
+	t.Helper()
+	subs, _ := redis.Int64(n.Do("PUBSUB", "NUMSUB", "__redis__:invalidate").([]any)[1], nil)
+	return subs
 }
 
 // heldLock acquires a lock of f with the default TTL (120 s) and no
-// autoextension, and waits until the detector watches it.
-func heldLock(t *testing.T, f *redlock.Factory, name string, opts ...redlock.Option) *redlock.Lock {
+// autoextension, and waits until every node of c tracks its key: one more
+// key than before.
+func heldLock(t *testing.T, c *redistest.Cluster, f *redlock.Factory, name string, opts ...redlock.Option) *redlock.Lock {
 	t.Helper()
+	before := trackedKeys(t, c.Nodes[0])
+	for _, n := range c.Nodes[1:] {
+		before = min(before, trackedKeys(t, n))
+	}
 	l := f.NewLock(name, append([]redlock.Option{redlock.WithAutoextend(false)}, opts...)...)
 	if _, err := l.Acquire(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	detectionReady(t, f, 0, 0)
+	tracked(t, c, before+1)
 	return l
 }
 
@@ -83,7 +179,7 @@ func stillHeld(t *testing.T, l *redlock.Lock) {
 func TestLossDetectionDelete(t *testing.T) {
 	causes := make(chan redlock.LossCause, 1)
 	c, f := factory(t, redlock.WithObserver(redlock.Observer{Lost: func(e redlock.LossEvent) { causes <- e.Cause }}))
-	l := heldLock(t, f, "detect-del")
+	l := heldLock(t, c, f, "detect-del")
 	c.Nodes[0].Do("DEL", "detect-del")
 	c.Nodes[2].Do("DEL", "detect-del")
 	lostWithin(t, l)
@@ -98,18 +194,18 @@ func TestLossDetectionDelete(t *testing.T) {
 // first check. A holding that outlived it was checked (one more script
 // per node and check round).
 func TestLossDetectionBareAcquire(t *testing.T) {
-	c, f := factory(t, redlock.WithAutoextend(false))
+	c, f, cr := detectFactory(t, redlock.Observer{}, redlock.WithAutoextend(false))
 	ctx := ctxT(t, 20*time.Second)
 	l := f.NewLock("detect-bare")
 	warmUp(t, ctx, l)
-	checks := resetStats(t, c, f)
+	checks := resetStats(t, c, cr)
 	const cycles = 20
 	for range cycles {
 		warmUp(t, ctx, l)
 	}
 	settled(t, c)
-	extra := int64(redlock.LossDetectionOf(f).Checks - checks)
 	for i := range c.Nodes {
+		extra := int64(cr.on(i) - checks[i])
 		if sets, scripts := commandCalls(t, c, i, "set"), scriptCalls(t, c, i); sets != cycles || scripts != cycles+extra {
 			t.Errorf("node %d: %d SETs and %d scripts in %d cycles (%d check rounds); want %d and %d",
 				i, sets, scripts, cycles, extra, cycles, cycles+extra)
@@ -124,12 +220,11 @@ func TestLossDetectionBeforeFirstCheck(t *testing.T) {
 	for _, how := range []string{"delete", "overwrite"} {
 		t.Run(how, func(t *testing.T) {
 			c, f := factory(t, redlock.WithAutoextend(false))
-			l := f.NewLock("detect-early")
 			ctx := ctxT(t, 10*time.Second)
 			// The first acquisition of a factory sets tracking up, and
 			// is checked at once for that: this test is about the next.
-			warmUp(t, ctx, l)
-			detectionReady(t, f, 0, 0)
+			heldLock(t, c, f, "detect-early-warm-up")
+			l := f.NewLock("detect-early")
 			if _, err := l.Acquire(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +245,7 @@ func TestLossDetectionBeforeFirstCheck(t *testing.T) {
 // lost.
 func TestLossDetectionOverwrite(t *testing.T) {
 	c, f := factory(t)
-	l := heldLock(t, f, "detect-overwrite")
+	l := heldLock(t, c, f, "detect-overwrite")
 	c.Nodes[1].Do("SET", "detect-overwrite", "intruder", "KEEPTTL")
 	c.Nodes[2].Do("SET", "detect-overwrite", "intruder", "KEEPTTL")
 	lostWithin(t, l)
@@ -160,14 +255,12 @@ func TestLossDetectionOverwrite(t *testing.T) {
 // check finds a quorum still holding the token and the lock stays held;
 // deleting it on a second node then ends it.
 func TestLossDetectionMinority(t *testing.T) {
-	c, f := factory(t)
-	l := heldLock(t, f, "detect-minority")
-	before := redlock.LossDetectionOf(f)
+	c, f, cr := detectFactory(t, redlock.Observer{})
+	l := heldLock(t, c, f, "detect-minority")
+	before := cr.settle(t, c)
 	c.Nodes[0].Do("DEL", "detect-minority")
-	st := detectionReady(t, f, before.Heard+1, 0)
-	if st.Checks <= before.Checks {
-		t.Fatalf("the invalidation was heard but no check ran: %+v", st)
-	}
+	cr.checkedAfter(t, c, before) // the invalidation was heard and checked
+	cr.settle(t, c)
 	stillHeld(t, l)
 	if held, _, err := l.CheckTimes(ctxT(t, 5*time.Second)); !held || err != nil {
 		t.Fatalf("CheckTimes after a minority delete = %v, %v; want held", held, err)
@@ -183,8 +276,8 @@ func TestLossDetectionMinority(t *testing.T) {
 // own token, so that it stays held) marks the end of what the nodes sent:
 // each subscriber connection delivers in order.
 func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
-	c, f := factory(t)
-	l := heldLock(t, f, "detect-own")
+	c, f, cr := detectFactory(t, redlock.Observer{})
+	l := heldLock(t, c, f, "detect-own")
 	var autoMu sync.Mutex
 	autoExtended := 0
 	short := f.NewLock("detect-own-auto", redlock.WithTTL(2*time.Second),
@@ -198,7 +291,9 @@ func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
 	if _, err := short.Acquire(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	marker := heldLock(t, f, "detect-own-marker")
+	marker := heldLock(t, c, f, "detect-own-marker")
+	tracked(t, c, 3)
+	quiet := cr.settle(t, c) // every holding's first check is done
 	for range 3 {
 		if _, err := l.Extend(ctxT(t, 5*time.Second)); err != nil {
 			t.Fatal(err)
@@ -212,15 +307,14 @@ func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
 		defer autoMu.Unlock()
 		return autoExtended >= 2
 	})
-	before := redlock.LossDetectionOf(f)
+	if n := cr.rounds(c); n != quiet {
+		t.Fatalf("%d check rounds while only the holders wrote their keys, want none: their own extensions were announced", n-quiet)
+	}
 	for _, n := range c.Nodes {
 		n.Do("SET", "detect-own-marker", marker.Token(), "KEEPTTL")
 	}
-	st := detectionReady(t, f, before.Heard+len(c.Nodes), 0)
-	if st.Heard != before.Heard+len(c.Nodes) {
-		t.Fatalf("heard %d invalidations, want only the marker's %d: the holder's own extensions were announced",
-			st.Heard-before.Heard, len(c.Nodes))
-	}
+	cr.checkedAfter(t, c, quiet) // the marker's invalidations, heard in order after anything before them
+	cr.settle(t, c)
 	stillHeld(t, l)
 	stillHeld(t, short)
 	stillHeld(t, marker) // written again with its own token: checked, still held
@@ -235,12 +329,11 @@ func TestLossDetectionIgnoresOwnWrites(t *testing.T) {
 // redirected to the new ones, and a delete is detected again.
 func TestLossDetectionSubscriberKilled(t *testing.T) {
 	c, f := factory(t)
-	l := heldLock(t, f, "detect-kill")
-	before := redlock.LossDetectionOf(f)
+	l := heldLock(t, c, f, "detect-kill")
 	for _, n := range c.Nodes {
 		n.Do("CLIENT", "KILL", "TYPE", "pubsub")
 	}
-	detectionReady(t, f, 0, before.Connects+len(c.Nodes))
+	tracked(t, c, 1) // subscribers back, and the key tracked again by the check after it
 	c.Nodes[0].Do("DEL", "detect-kill")
 	c.Nodes[1].Do("DEL", "detect-kill")
 	lostWithin(t, l)
@@ -251,7 +344,7 @@ func TestLossDetectionSubscriberKilled(t *testing.T) {
 // the delete: the check made once the subscriber is back finds it.
 func TestLossDetectionRechecksAfterReconnect(t *testing.T) {
 	c, f := factory(t)
-	l := heldLock(t, f, "detect-lost-news")
+	l := heldLock(t, c, f, "detect-lost-news")
 	for _, n := range c.Nodes[:2] {
 		killAndDelete(t, n, "detect-lost-news")
 	}
@@ -287,7 +380,7 @@ func killAndDelete(t *testing.T, n *redistest.Node, key string) {
 // than one round per lock.
 func TestLossDetectionFlushAll(t *testing.T) {
 	const locks = 1200
-	c, f := factory(t)
+	c, f, cr := detectFactory(t, redlock.Observer{})
 	ctx := ctxT(t, time.Minute)
 	held := make([]*redlock.Lock, locks)
 	for i := range held {
@@ -296,14 +389,14 @@ func TestLossDetectionFlushAll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := detectionReady(t, f, 0, 0)
+	tracked(t, c, locks)
+	before := cr.settle(t, c)
 	c.Nodes[0].Do("FLUSHALL")
 	c.Nodes[2].Do("FLUSHALL")
 	for _, l := range held {
 		lostWithin(t, l)
 	}
-	st := detectionReady(t, f, before.Heard+2, 0)
-	if rounds := st.Checks - before.Checks; rounds > 4 {
+	if rounds := cr.settle(t, c) - before; rounds > 4 {
 		t.Fatalf("%d check rounds for two flushes of %d locks, want at most two per flush", rounds, locks)
 	}
 }
@@ -320,7 +413,7 @@ func TestLossDetectionCloseLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		heldLock(t, f, fmt.Sprintf("detect-close-%d", i))
+		heldLock(t, c, f, fmt.Sprintf("detect-close-%d", i))
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -329,7 +422,7 @@ func TestLossDetectionCloseLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range c.Nodes {
-		if subs, _ := redis.Int64(n.Do("PUBSUB", "NUMSUB", "__redis__:invalidate").([]any)[1], nil); subs != 0 {
+		if subs := invalidationSubscribers(t, n); subs != 0 {
 			t.Errorf("node %d: %d subscribers of __redis__:invalidate after Close", i, subs)
 		}
 		list, _ := redis.String(n.Do("CLIENT", "LIST"), nil)
@@ -347,7 +440,7 @@ func TestLossDetectionCloseLeavesNoGoroutine(t *testing.T) {
 // detector, that other transports have none, and that the option is
 // refused on one lock.
 func TestLossDetectionOff(t *testing.T) {
-	_, pools := cluster(t, 3)
+	c, pools := cluster(t, 3)
 	for _, tc := range []struct {
 		name string
 		opts []redlock.Option
@@ -361,14 +454,33 @@ func TestLossDetectionOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := redlock.LossDetectionOf(f).On; got != tc.on {
-			t.Errorf("%s: detector %v, want %v", tc.name, got, tc.on)
+		held := f.NewLock("detect-off-held")
+		if _, err := held.Acquire(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if tc.on {
+			tracked(t, c, 1)
+		} else {
+			time.Sleep(100 * time.Millisecond) // a detector would have subscribed by now (trackDelay is 10 ms)
+			for i, n := range c.Nodes {
+				if subs, keys := invalidationSubscribers(t, n), trackedKeys(t, n); subs != 0 || keys != 0 {
+					t.Errorf("%s: node %d has %d invalidation subscribers and tracks %d keys, want no detector", tc.name, i, subs, keys)
+				}
+			}
 		}
 		l := f.NewLock("detect-off", redlock.WithLossDetection(true))
 		if _, err := l.TryAcquire(context.Background()); !errors.Is(err, redlock.ErrInvalidArgument) {
 			t.Errorf("%s: WithLossDetection on one lock: %v, want ErrInvalidArgument", tc.name, err)
 		}
 		f.Close()
+		waitFor(t, detectBound, "the detector's subscribers to leave", func() bool {
+			for _, n := range c.Nodes {
+				if invalidationSubscribers(t, n) != 0 || trackedKeys(t, n) != 0 {
+					return false
+				}
+			}
+			return true
+		})
 	}
 }
 
@@ -377,8 +489,8 @@ func TestLossDetectionOff(t *testing.T) {
 // rw_write) must read the key after writing it, or the deletes below go
 // unheard, since no re-check reads them.
 func TestLossDetectionRecipes(t *testing.T) {
-	c, f := factory(t)
-	heldLock(t, f, "detect-recipes-warm-up")
+	c, f, cr := detectFactory(t, redlock.Observer{})
+	heldLock(t, c, f, "detect-recipes-warm-up")
 	ctx := ctxT(t, 10*time.Second)
 	noExtend := redlock.WithAutoextend(false)
 	fenced := f.NewLock("detect-fenced", redlock.WithFencing(true), noExtend)
@@ -389,7 +501,8 @@ func TestLossDetectionRecipes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := detectionReady(t, f, 0, 0)
+	tracked(t, c, 1+1+2+1)
+	before := cr.settle(t, c)
 	for _, n := range c.Nodes[1:] {
 		n.Do("DEL", "detect-fenced", "detect-m2", "detect-rw:rw:w")
 	}
@@ -403,8 +516,8 @@ func TestLossDetectionRecipes(t *testing.T) {
 			t.Fatalf("%s: Err = %v, want ErrLockLost", l.Name(), err)
 		}
 	}
-	if st := redlock.LossDetectionOf(f); st.Checks == before.Checks {
-		t.Fatalf("no check ran: %+v", st)
+	if cr.rounds(c) == before {
+		t.Fatal("no check ran")
 	}
 }
 
@@ -440,7 +553,7 @@ func TestLossDetectionManyAutoextended(t *testing.T) {
 	for _, l := range held {
 		stillHeld(t, l)
 	}
-	detectionReady(t, f, 0, 0)
+	tracked(t, c, locks)
 	victim := held[locks/2]
 	c.Nodes[0].Do("DEL", victim.Name())
 	c.Nodes[1].Do("DEL", victim.Name())

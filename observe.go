@@ -202,7 +202,7 @@ type WaitingEvent struct {
 // NodeReplyEvent describes one node's reply in a quorum round.
 type NodeReplyEvent struct {
 	Lock string
-	Op   string // "set", "release", "extend", "check", "pttl"
+	Op   string // "set", "release", "extend", "check", "pttl", or a script's name, such as "check_many" (the loss detector's checks) and "extend_many" (batched autoextension)
 	Node int
 	Addr string
 	OK   bool  // the node did what was asked

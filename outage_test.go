@@ -40,8 +40,15 @@ func TestCleanupBoundedDuringOutage(t *testing.T) {
 			if err := warm.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if redlock.LossDetectionOf(f).On {
-				waitFor(t, 10*time.Second, "the loss detector's subscribers", func() bool { return redlock.LossDetectionOf(f).Idle })
+			if path.pipelined {
+				waitFor(t, 10*time.Second, "the loss detector's subscribers", func() bool {
+					for _, n := range c.Nodes {
+						if invalidationSubscribers(t, n) == 0 {
+							return false
+						}
+					}
+					return true
+				})
 			}
 			base := runtime.NumGoroutine()
 			c.Nodes[2].Pause()
