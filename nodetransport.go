@@ -10,14 +10,14 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// maxInFlight bounds the commands a node transport has in flight on one
-// node, each in a goroutine of its own. A node that hangs holds each of
-// its commands for the node timeout, so without a bound the goroutines
-// would grow with the rate of lock operations exactly while the node is
-// down; beyond it the node fails fast for the command (ErrNodeBusy), as a
-// bulkhead does, and the other nodes decide the round. It is far above
-// what a healthy node has in flight: one command per concurrent lock
-// operation, answered in a round trip.
+// maxInFlight bounds the commands a node transport has in flight on a
+// node that has stopped answering, each in a goroutine of its own. A hung
+// node holds each of its commands for the node timeout, so without a bound
+// the goroutines would grow with the rate of lock operations exactly while
+// it is down; beyond the bound such a node fails fast (ErrNodeBusy), as a
+// bulkhead does, and the other nodes decide the round. A node that answers
+// is never refused, however many commands it has in flight: the bound
+// applies once it has not answered for a quarter of the node timeout.
 const maxInFlight = 64
 
 // nodeTransport carries commands to a Node: a redigo pool
@@ -31,6 +31,7 @@ type nodeTransport struct {
 	o           *owner
 	nodeTimeout time.Duration
 	inFlight    atomic.Int32
+	answered    atomic.Int64 // when the node last answered, on monotonic()
 }
 
 // newNodeTransport returns the transport of a Node: a batching one when
@@ -39,11 +40,19 @@ func newNodeTransport(nd Node, o *owner, nodeTimeout time.Duration) transport {
 	if b, ok := nd.(Batcher); ok {
 		return &batchTransport{node: b, o: o, nodeTimeout: nodeTimeout}
 	}
-	return &nodeTransport{node: nd, o: o, nodeTimeout: nodeTimeout}
+	t := &nodeTransport{node: nd, o: o, nodeTimeout: nodeTimeout}
+	t.answered.Store(int64(monotonic()))
+	return t
+}
+
+// stuck reports whether the node has not answered for a quarter of the
+// node timeout.
+func (t *nodeTransport) stuck() bool {
+	return monotonic()-time.Duration(t.answered.Load()) > t.nodeTimeout/4
 }
 
 func (t *nodeTransport) start(ctx context.Context, c *call) {
-	if t.inFlight.Add(1) > maxInFlight {
+	if t.inFlight.Add(1) > maxInFlight && t.stuck() {
 		t.inFlight.Add(-1)
 		c.deliver(reply{err: c.n.wrap(fmt.Errorf("%w: %d commands in flight", ErrNodeBusy, maxInFlight))})
 		return
@@ -70,6 +79,10 @@ func (t *nodeTransport) run(ctx context.Context, c *call) {
 	} else {
 		v, err := t.runNode(ctx, c.cmd)
 		rep = c.n.judge(c.cmd, v, err)
+	}
+	var refusal redis.Error // an error reply is an answer too
+	if rep.err == nil || errors.As(rep.err, &refusal) {
+		t.answered.Store(int64(monotonic()))
 	}
 	c.deliver(rep)
 }
