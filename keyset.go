@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -20,18 +19,16 @@ import (
 type keySet struct {
 	locks []*Lock   // one per key; locks[0] leads: its configuration and round
 	obs   *observer // the primitive's; nil: nobody listens
+	name  string    // the primitive's, for messages
 }
 
 // lockKeys is the key set of one lock.
-func lockKeys(l *Lock) keySet { return keySet{locks: []*Lock{l}, obs: l.obs} }
+func lockKeys(l *Lock) keySet { return keySet{locks: []*Lock{l}, obs: l.obs, name: l.name} }
 
 func (ks keySet) lead() *Lock { return ks.locks[0] }
 
 // keys are the key names as command arguments.
 func (ks keySet) keys() []any {
-	if len(ks.locks) == 1 {
-		return []any{ks.locks[0].nameArg}
-	}
 	keys := make([]any, len(ks.locks))
 	for i, l := range ks.locks {
 		keys[i] = l.nameArg
@@ -120,14 +117,12 @@ func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit fu
 }
 
 // discard deletes a failed or abandoned attempt's keys on every node that
-// did not refuse it. On a FIFO transport the delete is sent now, behind
-// the attempt's own call on the same connection; otherwise the node's
-// cleaner sends it once the attempt's call on that node is done (at once
-// when its reply was counted). A factory whose rounds are ordered
-// (fanout.starts) also sends it now as a round, so that it reaches every
-// node in the same order as the other rounds: deletes sent by each node's
-// cleaner on its own free the nodes at different moments, which splits
-// the nodes between the next contending attempts. Nothing waits for it.
+// did not refuse it, without waiting. On a FIFO transport the delete is
+// sent now, behind the attempt's own call on the same connection;
+// otherwise the node's cleaner sends it once the attempt's call on that
+// node is done. A factory whose rounds are ordered (fanout.starts) also
+// sends it now as a round, in the same order as the others on every node
+// (batchTransport says why).
 func (ks keySet) discard(token any, r *round) {
 	fan := &ks.lead().fan
 	tokens := ks.same(token)
@@ -226,7 +221,7 @@ func (ks keySet) release(ctx context.Context, fan *fanout, hs []*holding) round 
 // see Lock.Release.
 func (ks keySet) releaseHeld(ctx context.Context, set *holding, parts []*holding) error {
 	if ob := ks.obs; ob != nil && ob.ReleaseStart != nil {
-		ctx = ob.ReleaseStart(ctx, ks.name())
+		ctx = ob.ReleaseStart(ctx, ks.name)
 	}
 	for i, k := range ks.locks {
 		k.endHolding(parts[i], errReleased) // a Lock's own holding has ended already
@@ -289,30 +284,18 @@ func (ks keySet) extend(ctx context.Context, set *holding, parts []*holding) (ti
 				k.lose(parts[i], LossExtendRefused, err)
 			}
 		}
-		ks.obs.extended(ks.name(), false, err)
+		ks.obs.extended(ks.name, false, err)
 		return 0, err
 	}
 	until := l.cfg.validUntil(r.start)
 	for _, h := range parts {
 		if err := h.extendTo(until); err != nil {
 			if err == errReleased {
-				return 0, invalidOp("%q was released during Extend", ks.name())
+				return 0, invalidOp("%q was released during Extend", ks.name)
 			}
 			return 0, err
 		}
 	}
-	ks.obs.extended(ks.name(), false, nil)
+	ks.obs.extended(ks.name, false, nil)
 	return validity, nil
-}
-
-// name is the set's name for messages and the observer.
-func (ks keySet) name() string {
-	if ks.obs != nil {
-		return ks.obs.lock
-	}
-	names := make([]string, len(ks.locks))
-	for i, l := range ks.locks {
-		names[i] = l.name
-	}
-	return strings.Join(names, ",")
 }

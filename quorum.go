@@ -44,12 +44,8 @@ type fanout struct {
 	dying       <-chan struct{} // the owner's Close: a round stops waiting
 	obs         *observer       // nil: nobody listens (observe.go)
 	// starts, when set, is held while a round starts its calls, so that
-	// the rounds of concurrent lock operations are queued in one order on
-	// every node. A batch transport keeps that order to the node (see
-	// batchTransport); without it, two attempts whose starts interleave
-	// (the first queued first on one node, the second on another) split
-	// the nodes between them, and while a minority of nodes does not
-	// answer each waits out the node timeout holding its keys.
+	// concurrent rounds queue in one order on every node (batchTransport
+	// says why).
 	starts *sync.Mutex
 }
 
@@ -60,9 +56,7 @@ type nodeGroup struct {
 	// fifo: every node's transport is one pipelined connection, on which
 	// commands reach the node in the order they were started.
 	fifo bool
-	// starts, when a node batches, orders the locks' rounds (see
-	// fanout.starts); nil otherwise.
-	starts *sync.Mutex
+	starts *sync.Mutex // when a node batches: see fanout.starts
 }
 
 // fan returns the quorum call over the group with the given quorum, node

@@ -13,3 +13,8 @@ import (
 // events a Lock reports, over this client; see
 // conformance.ObserverEveryPrimitive.
 func TestObserverEveryPrimitive(t *testing.T) { conformance.ObserverEveryPrimitive(t, rueidisClient) }
+
+// TestMultiLockSplitVote: over this client, a MultiLock's failed
+// attempt's delete reaches every node in one order, as a Lock's does (the
+// split-vote fix of 13b3b61); see conformance.MultiLockSplitVote.
+func TestMultiLockSplitVote(t *testing.T) { conformance.MultiLockSplitVote(t, rueidisClient) }

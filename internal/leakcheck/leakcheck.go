@@ -128,10 +128,16 @@ func Current() Snapshot {
 
 // FindNew is Find for the goroutines that were not running at before.
 func FindNew(before Snapshot, wait time.Duration) error {
+	return FindNewBut(before, wait, func(string) bool { return false })
+}
+
+// FindNewBut is FindNew for the goroutines whose stack exiting does not
+// accept: those a caller knows to be on their way out.
+func FindNewBut(before Snapshot, wait time.Duration, exiting func(stack string) bool) error {
 	return poll(wait, func() []string {
 		var found []string
 		for _, stack := range running() {
-			if !before[goroutineID(stack)] {
+			if !before[goroutineID(stack)] && !exiting(stack) {
 				found = append(found, stack)
 			}
 		}
