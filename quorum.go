@@ -55,7 +55,7 @@ type nodeGroup struct {
 	o     *owner
 	// fifo: every node's transport is one pipelined connection, on which
 	// commands reach the node in the order they were started.
-	fifo bool
+	fifo   bool
 	starts *sync.Mutex // when a node batches: see fanout.starts
 }
 
