@@ -161,3 +161,90 @@ func (h *holding) expired() bool {
 	defer h.mu.Unlock()
 	return monotonic() >= h.validUntil
 }
+
+// held is what a primitive knows of its holdings: the current or most
+// recent one, and whether an Acquire is under way, since a primitive is
+// one holder. It is embedded in every Lock, so it stays small.
+type held struct {
+	mu        sync.Mutex
+	acquiring bool
+	cur       *holding // nil before the first holding
+}
+
+// holding returns the current or most recent holding.
+func (s *held) holding() *holding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// start makes h the current holding.
+func (s *held) start(h *holding) {
+	s.mu.Lock()
+	s.cur = h
+	s.mu.Unlock()
+}
+
+// token, done and err are those of the current or most recent holding;
+// before the first, "", a closed channel and nil.
+func (s *held) token() string {
+	if h := s.holding(); h != nil {
+		return h.token
+	}
+	return ""
+}
+
+func (s *held) done() <-chan struct{} {
+	if h := s.holding(); h != nil {
+		return h.Done()
+	}
+	return closedDone
+}
+
+func (s *held) err() error {
+	if h := s.holding(); h != nil {
+		return h.Err()
+	}
+	return nil
+}
+
+// enter begins an Acquire of the primitive (its kind and name): it fails
+// while another is under way or the current holding lives. leave ends it.
+func (s *held) enter(kind, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.acquiring:
+		return invalidOp("%s %q: an Acquire is already in progress", kind, name)
+	case s.cur != nil && s.cur.live() && kind == "lock":
+		return invalidOp("lock %q is already held; use RLock to nest", name)
+	case s.cur != nil && s.cur.live():
+		return invalidOp("%s %q is already held", kind, name)
+	}
+	s.acquiring = true
+	return nil
+}
+
+func (s *held) leave() {
+	s.mu.Lock()
+	s.acquiring = false
+	s.mu.Unlock()
+}
+
+// liveFor returns h when it is live, or why op of the primitive (its kind
+// and name) cannot run: ErrClosed before the first holding once the
+// factory closes, the holding's end after a loss, and an
+// ErrInvalidOperation otherwise.
+func liveFor(h *holding, op, kind, name string, closing bool) (*holding, error) {
+	switch {
+	case h == nil && closing:
+		return nil, ErrClosed
+	case h == nil:
+		return nil, invalidOp("%s of %s %q before Acquire", op, kind, name)
+	case h.Err() != nil:
+		return nil, h.Err()
+	case !h.live():
+		return nil, invalidOp("%s of %s %q after Release", op, kind, name)
+	}
+	return h, nil
+}

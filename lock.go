@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,9 +36,7 @@ type Lock struct {
 	nameArg any        // the name as a command argument, boxed once
 	x       *lockExtra // what fenced locks and recipes need; nil for a plain lock
 
-	mu        sync.Mutex
-	acquiring bool
-	cur       *holding // the current or most recent holding; nil before the first
+	held // the current or most recent holding
 }
 
 // NewLock creates a Lock named name over nodes, with a private owner of
@@ -106,40 +103,18 @@ func (l *Lock) Name() string { return l.name }
 
 // Token returns the random token of the current or most recent holding, or
 // "" before the first successful Acquire.
-func (l *Lock) Token() string {
-	if h := l.holding(); h != nil {
-		return h.token
-	}
-	return ""
-}
+func (l *Lock) Token() string { return l.token() }
 
 // Done returns a channel that is closed when the current holding ends:
 // Release, a detected loss (see Err) or Factory.Close. Before the first
 // Acquire it returns a closed channel. A new Acquire starts a new holding
 // with a new channel.
-func (l *Lock) Done() <-chan struct{} {
-	if h := l.holding(); h != nil {
-		return h.Done()
-	}
-	return closedDone
-}
+func (l *Lock) Done() <-chan struct{} { return l.done() }
 
 // Err returns nil while the lock is held or after a normal Release, an
 // error matching ErrLockLost once a loss has been detected, and ErrClosed
 // when Factory.Close released it.
-func (l *Lock) Err() error {
-	if h := l.holding(); h != nil {
-		return h.Err()
-	}
-	return nil
-}
-
-// holding returns the current or most recent holding.
-func (l *Lock) holding() *holding {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cur
-}
+func (l *Lock) Err() error { return l.err() }
 
 // Acquire blocks until the lock is acquired or ctx ends, retrying after a
 // random pause of up to the retry delay. It returns the validity: how long
@@ -190,8 +165,7 @@ func (l *Lock) begin(ctx context.Context) error {
 func (l *Lock) lead() *Lock      { return l }
 func (l *Lock) waitFor() []*Lock { return []*Lock{l} }
 func (l *Lock) keyTTL() bool     { return true }
-func (l *Lock) enter() error     { return l.beginAcquire() }
-func (l *Lock) leave()           { l.endAcquire() }
+func (l *Lock) enter() error     { return l.held.enter("lock", l.name) }
 
 // try makes one attempt and starts the holding it won.
 func (l *Lock) try(ctx context.Context) (time.Duration, tally, error) {
@@ -200,26 +174,6 @@ func (l *Lock) try(ctx context.Context) (time.Duration, tally, error) {
 		return 0, t, err
 	}
 	return v, t, l.startHolding(h)
-}
-
-// beginAcquire moves the lock into the acquiring state.
-func (l *Lock) beginAcquire() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.acquiring:
-		return invalidOp("lock %q: an Acquire is already in progress", l.name)
-	case l.cur != nil && l.cur.live():
-		return invalidOp("lock %q is already held; use RLock to nest", l.name)
-	}
-	l.acquiring = true
-	return nil
-}
-
-func (l *Lock) endAcquire() {
-	l.mu.Lock()
-	l.acquiring = false
-	l.mu.Unlock()
 }
 
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
@@ -284,9 +238,7 @@ func (l *Lock) startHolding(h *holding) error {
 		r.free()
 		return errAcquireClosed
 	}
-	l.mu.Lock()
-	l.cur = h
-	l.mu.Unlock()
+	l.start(h)
 	l.f.ext.add(h, *l.cfg.autoextend, l.cfg.autoextendTimeout)
 	if d := l.f.det; d != nil {
 		d.watch(l, h, sent)
@@ -344,18 +296,7 @@ func (l *Lock) current(op string) (*holding, error) {
 	if l.initErr != nil {
 		return nil, l.initErr
 	}
-	h := l.holding()
-	switch {
-	case h == nil && l.f.o.closing():
-		return nil, ErrClosed
-	case h == nil:
-		return nil, invalidOp("%s of lock %q before Acquire", op, l.name)
-	case h.Err() != nil:
-		return nil, h.Err()
-	case !h.live():
-		return nil, invalidOp("%s of lock %q after Release", op, l.name)
-	}
-	return h, nil
+	return liveFor(l.holding(), op, "lock", l.name, l.f.o.closing())
 }
 
 // Extend resets the lock's TTL on the nodes that still hold its token and

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -35,10 +34,8 @@ type MultiLock struct {
 	keys    keySet   // one Lock per name, in names' order
 	initErr error
 
-	mu        sync.Mutex
-	acquiring bool
-	set       *holding   // the set's holding: its Done, Err and token
-	parts     []*holding // each name's holding, in names' order
+	held             // cur is the set's holding: its Done, Err and token
+	parts []*holding // each name's holding, in names' order, under held.mu
 }
 
 // NewMultiLock returns a MultiLock of names over the factory's nodes, with
@@ -85,36 +82,15 @@ func (m *MultiLock) Names() []string { return slices.Clone(m.names) }
 
 // Token returns the token of the current or most recent holding, stored
 // under every name.
-func (m *MultiLock) Token() string {
-	if h := m.holding(); h != nil {
-		return h.token
-	}
-	return ""
-}
+func (m *MultiLock) Token() string { return m.token() }
 
 // Done returns a channel closed when the holding of the set ends: Release,
 // the loss of any name, or Factory.Close.
-func (m *MultiLock) Done() <-chan struct{} {
-	if h := m.holding(); h != nil {
-		return h.Done()
-	}
-	return closedDone
-}
+func (m *MultiLock) Done() <-chan struct{} { return m.done() }
 
 // Err returns nil while held or after Release, an error matching
 // ErrLockLost once any name was lost, and ErrClosed after Factory.Close.
-func (m *MultiLock) Err() error {
-	if h := m.holding(); h != nil {
-		return h.Err()
-	}
-	return nil
-}
-
-func (m *MultiLock) holding() *holding {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.set
-}
+func (m *MultiLock) Err() error { return m.err() }
 
 // Acquire blocks until every name is held or ctx ends; errors are those of
 // Lock.Acquire.
@@ -139,24 +115,7 @@ func (m *MultiLock) lead() *Lock      { return m.keys.lead() }
 func (m *MultiLock) waitFor() []*Lock { return m.keys.locks }
 func (m *MultiLock) keyTTL() bool     { return false }
 
-func (m *MultiLock) enter() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.acquiring:
-		return invalidOp("multi-lock %q: an Acquire is already in progress", m.Name())
-	case m.set != nil && m.set.live():
-		return invalidOp("multi-lock %q is already held", m.Name())
-	}
-	m.acquiring = true
-	return nil
-}
-
-func (m *MultiLock) leave() {
-	m.mu.Lock()
-	m.acquiring = false
-	m.mu.Unlock()
-}
+func (m *MultiLock) enter() error { return m.held.enter("multi-lock", m.Name()) }
 
 // try makes one attempt: the all-or-none script on every node at once,
 // deciding at quorum. On success every name's Lock starts a holding of the
@@ -181,9 +140,9 @@ func (m *MultiLock) startHolding(token string, arg any, w won) error {
 	for i := range parts {
 		parts[i] = &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, l: m.keys.locks[i], inSet: true}
 	}
-	m.mu.Lock()
-	m.set, m.parts = set, parts
-	m.mu.Unlock()
+	m.held.mu.Lock()
+	m.cur, m.parts = set, parts
+	m.held.mu.Unlock()
 	var err error
 	for i, l := range m.keys.locks {
 		if err == nil {
@@ -220,20 +179,11 @@ func (m *MultiLock) current(op string) (*holding, []*holding, error) {
 	if m.initErr != nil {
 		return nil, nil, m.initErr
 	}
-	m.mu.Lock()
-	set, parts := m.set, m.parts
-	m.mu.Unlock()
-	switch {
-	case set == nil && m.keys.lead().f.o.closing():
-		return nil, nil, ErrClosed
-	case set == nil:
-		return nil, nil, invalidOp("%s of multi-lock %q before Acquire", op, m.Name())
-	case set.Err() != nil:
-		return nil, nil, set.Err()
-	case !set.live():
-		return nil, nil, invalidOp("%s of multi-lock %q after Release", op, m.Name())
-	}
-	return set, parts, nil
+	m.held.mu.Lock()
+	set, parts := m.cur, m.parts
+	m.held.mu.Unlock()
+	set, err := liveFor(set, op, "multi-lock", m.Name(), m.keys.lead().f.o.closing())
+	return set, parts, err
 }
 
 // Extend resets the TTL of every name in one script call per node and
@@ -263,9 +213,9 @@ func (m *MultiLock) Release(ctx context.Context) error {
 	if m.initErr != nil {
 		return m.initErr
 	}
-	m.mu.Lock()
-	set, parts := m.set, m.parts
-	m.mu.Unlock()
+	m.held.mu.Lock()
+	set, parts := m.cur, m.parts
+	m.held.mu.Unlock()
 	switch {
 	case set == nil && m.keys.lead().f.o.closing():
 		return ErrClosed

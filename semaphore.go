@@ -3,8 +3,8 @@ package redlock
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -46,9 +46,8 @@ type Semaphore struct {
 	slots   []*Lock
 	initErr error
 
-	mu        sync.Mutex
-	acquiring bool
-	cur       *Lock // the slot of the current or most recent holding
+	held       // cur is the current or most recent holding, of slot's key
+	slot *Lock // under held.mu
 }
 
 // NewSemaphore returns a Semaphore of name with permits permits over the
@@ -91,47 +90,29 @@ func (s *Semaphore) Permits() int { return s.permits }
 // Permit returns the slot of the current holding (0 to permits-1), or -1
 // when not held.
 func (s *Semaphore) Permit() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, l := range s.slots {
-		if l == s.cur && l.holding().live() {
-			return i
-		}
+	if l := s.current(); l != nil && l.holding().live() {
+		return slices.Index(s.slots, l)
 	}
 	return -1
 }
 
 // Token returns the token of the current or most recent holding, or ""
 // before the first.
-func (s *Semaphore) Token() string {
-	if l := s.current(); l != nil {
-		return l.Token()
-	}
-	return ""
-}
+func (s *Semaphore) Token() string { return s.token() }
 
 // Done returns a channel closed when the current holding ends (Release,
 // loss, Factory.Close); before the first Acquire, a closed channel.
-func (s *Semaphore) Done() <-chan struct{} {
-	if l := s.current(); l != nil {
-		return l.Done()
-	}
-	return closedDone
-}
+func (s *Semaphore) Done() <-chan struct{} { return s.done() }
 
 // Err returns nil while held or after Release, an error matching
 // ErrLockLost once the permit was lost, and ErrClosed after Factory.Close.
-func (s *Semaphore) Err() error {
-	if l := s.current(); l != nil {
-		return l.Err()
-	}
-	return nil
-}
+func (s *Semaphore) Err() error { return s.err() }
 
+// current returns the slot of the current or most recent holding.
 func (s *Semaphore) current() *Lock {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cur
+	s.held.mu.Lock()
+	defer s.held.mu.Unlock()
+	return s.slot
 }
 
 // Acquire blocks until a permit is held or ctx ends, and returns its
@@ -168,9 +149,9 @@ func (s *Semaphore) try(ctx context.Context) (time.Duration, tally, error) {
 		l := s.slots[(start+k)%s.permits]
 		v, t, err := l.try(ctx)
 		if err == nil {
-			s.mu.Lock()
-			s.cur = l
-			s.mu.Unlock()
+			s.held.mu.Lock()
+			s.cur, s.slot = l.holding(), l
+			s.held.mu.Unlock()
 			return v, t, nil
 		}
 		lastErr, last = err, t
@@ -181,24 +162,7 @@ func (s *Semaphore) try(ctx context.Context) (time.Duration, tally, error) {
 	return 0, last, lastErr
 }
 
-func (s *Semaphore) enter() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.acquiring:
-		return invalidOp("semaphore %q: an Acquire is already in progress", s.name)
-	case s.cur != nil && s.cur.holding().live():
-		return invalidOp("semaphore %q already holds a permit", s.name)
-	}
-	s.acquiring = true
-	return nil
-}
-
-func (s *Semaphore) leave() {
-	s.mu.Lock()
-	s.acquiring = false
-	s.mu.Unlock()
-}
+func (s *Semaphore) enter() error { return s.held.enter("semaphore", s.name) }
 
 // Extend extends the held permit; see Lock.Extend.
 func (s *Semaphore) Extend(ctx context.Context) (time.Duration, error) {
