@@ -8,10 +8,9 @@ import (
 	"time"
 )
 
-// contender is what the acquire loop needs of a primitive. Every
-// primitive's Acquire and TryAcquire run through acquire, so the retries,
-// the waits, the observer's events and the errors are the same for all of
-// them; a primitive says only how one attempt goes.
+// contender is what the acquire loop needs of a primitive: every
+// primitive's Acquire runs through acquire, and says only how one attempt
+// goes, so that retries, waits, observer events and errors are the same.
 type contender interface {
 	// lead gives the configuration, the factory and the observer.
 	lead() *Lock
@@ -21,19 +20,15 @@ type contender interface {
 	leave()
 	// try makes one attempt and, when it wins, starts the holding.
 	try(ctx context.Context) (time.Duration, tally, error)
-	// waitFor lists the locks whose release may free the primitive: a
-	// blocked Acquire sleeps until one of them is announced.
+	// waitFor lists the locks whose announced release wakes a blocked
+	// Acquire.
 	waitFor() []*Lock
-	// keyTTL reports whether the lead lock's key is what a holder keeps,
-	// so that a waiter may ask the nodes how long it has left.
+	// keyTTL: the lead key's PTTL says when the primitive may be free.
 	keyTTL() bool
 }
 
-// tally is the count of one attempt's round, for the retry pause and the
-// observer.
-type tally struct {
-	oks, noes, errs int
-}
+// tally counts one attempt's round, for the pause and the observer.
+type tally struct{ oks, noes, errs int }
 
 // tallyOf counts round r.
 func tallyOf(r *round) tally { return tally{oks: r.oks, noes: r.noes, errs: len(r.errs)} }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -251,42 +252,29 @@ func (f *Factory) close() error {
 // waiting for the nodes (at most one node timeout) although the owner is
 // closing. It returns the failures.
 func (f *Factory) releaseAll(held map[*holding]*Lock) []error {
-	var batch keySet
-	var hs []*holding
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	flush := func() {
-		if len(hs) == 0 {
-			return
-		}
-		ks, parts := batch, hs
-		batch, hs = keySet{}, nil
-		wg.Add(1)
-		if !f.o.spawn(func() {
-			defer wg.Done()
-			if e := f.releaseBatch(ks, parts); len(e) > 0 {
-				mu.Lock()
-				errs = append(errs, e...)
-				mu.Unlock()
-			}
-		}) {
-			wg.Done()
-		}
-	}
+	var batches []keySet
+	var parts [][]*holding
 	for h, l := range held {
 		if !l.endHolding(h, ErrClosed) {
 			continue // released or lost meanwhile
 		}
 		l.f.ext.unschedule(h, true)
-		batch.locks, hs = append(batch.locks, l), append(hs, h)
-		if len(hs) == maxCleanupBatch {
-			flush()
+		if len(parts) == 0 || len(parts[len(parts)-1]) == maxCleanupBatch {
+			batches, parts = append(batches, keySet{}), append(parts, nil)
+		}
+		k := len(parts) - 1
+		batches[k].locks, parts[k] = append(batches[k].locks, l), append(parts[k], h)
+	}
+	errs := make([][]error, len(batches))
+	var wg sync.WaitGroup
+	for k := range batches {
+		wg.Add(1)
+		if !f.o.spawn(func() { defer wg.Done(); errs[k] = f.releaseBatch(batches[k], parts[k]) }) {
+			wg.Done()
 		}
 	}
-	flush()
 	wg.Wait()
-	return errs
+	return slices.Concat(errs...)
 }
 
 // releaseBatch releases one batch of Close and tells each lock's observer.

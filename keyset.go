@@ -7,15 +7,10 @@ import (
 )
 
 // keySet is what one round of a holding covers: the key of a Lock, the
-// names of a MultiLock under one token, or, at Close, a batch of held
-// locks, each with its own token. Attempts, discards, releases and
-// extensions of every primitive run here, over N keys; Lock is N=1.
-//
-// It is the one place that knows how the transport orders commands
-// (fanout.fifo, fanout.starts): on a pipelined connection a delete sent
-// after a SET runs after it, while on other transports a delete must wait
-// for the SET's call to be done, and a factory whose rounds are ordered
-// sends a failed attempt's delete as a round of its own.
+// names of a MultiLock under one token, or at Close a batch of held locks,
+// a token each. Every primitive's attempts, discards, releases and
+// extensions run here, and it is the one place that knows how the
+// transport orders commands (fanout.fifo, fanout.starts).
 type keySet struct {
 	locks []*Lock   // one per key; locks[0] leads: its configuration and round
 	obs   *observer // the primitive's; nil: nobody listens
@@ -37,8 +32,7 @@ func (ks keySet) keys() []any {
 }
 
 // deleteCmd deletes every key that still holds its token (tokens[i] for
-// key i), and announces the release; a node that fails it hands the
-// deletes to its cleaner.
+// key i) and announces the release; see command.deletes.
 func (ks keySet) deleteCmd(tokens ...any) *command {
 	var cmd *command
 	if len(ks.locks) == 1 {
@@ -87,9 +81,9 @@ type won struct {
 }
 
 // attempt sends cmd, an attempt with token, to every node and decides it
-// at quorum. commit, when set, runs on a round that won (a fenced lock
-// mints its token) and returns the validity left after it. A failed
-// attempt's keys are discarded on every node that did not refuse.
+// at quorum; commit, when set, runs on a round that won (a fenced lock
+// mints its token) and returns the validity left. A failed attempt is
+// discarded.
 func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit func(*round, time.Duration) (time.Duration, error)) (won, tally, error) {
 	l := ks.lead()
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
@@ -165,9 +159,8 @@ func (ks keySet) toCleaner(n *node, tokens []any, uncertain bool, fin *finish, a
 }
 
 // sendDelete sends the deletes to every node as one round, without
-// waiting; a node that fails it hands them to its cleaner. Refusing nodes
-// get the delete too: it compares tokens, so it is a no-op there, and one
-// round is cheaper than picking nodes.
+// waiting. Refusing nodes get it too: it compares tokens, and one round is
+// cheaper than picking nodes.
 func (ks keySet) sendDelete(tokens []any) {
 	r := ks.lead().fan.send(context.Background(), ks.deleteCmd(tokens...)) // nobody waits: the replies land in the round's buffer
 	r.free()
@@ -269,9 +262,8 @@ func (ks keySet) extendCmd(token any) *command {
 }
 
 // extend resets the TTL of every key of holding set (parts[i] for key i)
-// on the nodes that still hold its token, in one round; a node counts only
-// if it extended every key. It returns the new validity. When a quorum
-// refuses, every part is lost; the observer hears of the outcome.
+// in one round, a node counting only if it extended every key, and returns
+// the new validity; when a quorum refuses, every part is lost.
 func (ks keySet) extend(ctx context.Context, set *holding, parts []*holding) (time.Duration, error) {
 	l := ks.lead()
 	r := l.fan.run(ctx, ks.extendCmd(set.arg), false)

@@ -64,10 +64,8 @@ const trackDelay = 10 * time.Millisecond
 // connection was away are made up for: every watched name is checked again
 // once tracking is back, and the check's read tracks the key again.
 type lossDetector struct {
-	g           *nodeGroup // the nodes, for the check rounds
+	g           *nodeGroup // the nodes and their owner
 	obs         *observer  // the factory's: the check rounds' replies and node errors
-	nodes       []*node
-	o           *owner
 	nodeTimeout time.Duration
 	configs     []pubsub.Config // one per node; nil when a node cannot dial
 	// name is the client name of the subscriber connections, unique to the
@@ -118,8 +116,6 @@ func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, obs *observer, log
 	d := &lossDetector{
 		g:           g,
 		obs:         obs,
-		nodes:       nodes,
-		o:           g.o,
 		nodeTimeout: nodeTimeout,
 		configs:     make([]pubsub.Config, len(nodes)),
 		name:        "redlock-invalidations-" + newToken(),
@@ -380,7 +376,7 @@ func (d *lossDetector) run() {
 		default: // a wake-up is already on its way
 		}
 	case !d.running && (urgent || len(d.arming) > 0):
-		d.running = d.o.spawn(d.work) // refused only once the owner closed
+		d.running = d.g.o.spawn(d.work) // refused only once the owner closed
 	}
 }
 
@@ -394,7 +390,7 @@ func (d *lossDetector) work() {
 	for {
 		d.mu.Lock()
 		d.armDue(monotonic())
-		if d.o.closing() || len(d.pending) == 0 && d.retrack == 0 && len(d.arming) == 0 {
+		if d.g.o.closing() || len(d.pending) == 0 && d.retrack == 0 && len(d.arming) == 0 {
 			clear(d.pending)
 			d.retrack = 0
 			d.arming = nil
@@ -416,7 +412,7 @@ func (d *lossDetector) work() {
 			case <-t.C:
 			case <-d.wake:
 				t.Stop()
-			case <-d.o.dying:
+			case <-d.g.o.dying:
 			}
 			continue
 		}
@@ -449,12 +445,12 @@ func (d *lossDetector) work() {
 // were lost while the subscriber was away. The check is sent after the
 // CLIENT TRACKING on the same connection, so its read tracks the keys.
 func (d *lossDetector) track(mask uint64, ids []int64) {
-	for i, n := range d.nodes {
+	for i, n := range d.g.nodes {
 		if mask&(1<<i) == 0 || ids[i] == 0 {
 			continue
 		}
 		cmd := plainCmd(judgeOK, "CLIENT", "TRACKING", "on", "REDIRECT", ids[i], "NOLOOP")
-		rep := n.do(d.o.life, cmd, d.nodeTimeout)
+		rep := n.do(d.g.o.life, cmd, d.nodeTimeout)
 		d.mu.Lock()
 		d.enabled |= 1 << i
 		if rep.err == nil && d.ids[i] == ids[i] {
@@ -472,7 +468,7 @@ func (d *lossDetector) track(mask uint64, ids []int64) {
 // that a quorum no longer holds. A check that cannot decide (nodes did not
 // answer) leaves the holding to its extension and its validity.
 func (d *lossDetector) check(batches [][]watch) {
-	fan := d.g.fan(len(d.nodes), d.nodeTimeout, d.obs)
+	fan := d.g.fan(len(d.g.nodes), d.nodeTimeout, d.obs)
 	rounds := make([]round, len(batches))
 	for k, batch := range batches {
 		keys := make([]any, len(batch))
@@ -501,9 +497,9 @@ func (d *lossDetector) decide(w watch, r *round, i int) {
 			held++
 		}
 	})
-	if refused := len(r.all) - len(r.errs) - held; refused > len(d.nodes)-w.l.cfg.quorum {
+	if refused := len(r.all) - len(r.errs) - held; refused > len(d.g.nodes)-w.l.cfg.quorum {
 		w.l.lose(w.h, LossDetected, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d (checked after a change of its key)",
-			ErrLockLost, w.l.name, held, len(d.nodes), w.l.cfg.quorum))
+			ErrLockLost, w.l.name, held, len(d.g.nodes), w.l.cfg.quorum))
 	}
 }
 
@@ -515,7 +511,7 @@ func (d *lossDetector) untrack() {
 	enabled := d.enabled
 	d.mu.Unlock()
 	cmd := plainCmd(judgeOK, "CLIENT", "TRACKING", "off")
-	for i, n := range d.nodes {
+	for i, n := range d.g.nodes {
 		if enabled&(1<<i) == 0 {
 			continue
 		}

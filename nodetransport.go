@@ -10,14 +10,11 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// maxInFlight bounds the commands a node transport has in flight on a
-// node that has stopped answering, each in a goroutine of its own. A hung
-// node holds each of its commands for the node timeout, so without a bound
-// the goroutines would grow with the rate of lock operations exactly while
-// it is down; beyond the bound such a node fails fast (ErrNodeBusy), as a
-// bulkhead does, and the other nodes decide the round. A node that answers
-// is never refused, however many commands it has in flight: the bound
-// applies once it has not answered for a quarter of the node timeout.
+// maxInFlight bounds the commands, a goroutine each, in flight on a node
+// that has not answered for a quarter of the node timeout: a hung node
+// holds each for the node timeout, which would grow the goroutines with
+// the load while it is down. Beyond it the node fails fast (ErrNodeBusy),
+// as a bulkhead does; a node that answers is never refused.
 const maxInFlight = 64
 
 // nodeTransport carries commands to a Node: a redigo pool
@@ -57,11 +54,9 @@ func (t *nodeTransport) start(ctx context.Context, c *call) {
 		c.deliver(reply{err: c.n.wrap(fmt.Errorf("%w: %d commands in flight", ErrNodeBusy, maxInFlight))})
 		return
 	}
-	// The command runs to its end or its node timeout whatever the
-	// caller's ctx does: the round stops waiting on its own, and a
-	// command cut short would leave a client's reader behind it (redigo's
-	// DoContext returns at cancellation while its read goes on), which
-	// Close could not wait for.
+	// The command runs to its end or its node timeout whatever ctx does:
+	// the round stops waiting on its own, and a client's read cut short
+	// (redigo's DoContext) would go on where Close cannot wait for it.
 	ctx = context.WithoutCancel(ctx)
 	if !t.o.spawn(func() { t.run(ctx, c) }) {
 		t.inFlight.Add(-1)

@@ -12,11 +12,10 @@ import (
 // the vote, and a short random pause lets one of them win.
 const splitVoteShare = 20
 
-// pauser decides how long a blocked Acquire, of any primitive, pauses
-// between attempts. Without a waker it sleeps a random time in [0, retry
-// delay]. With one, it sleeps until the release of one of the watched
-// locks is announced, falling back to that random time, capped by the time
-// the lead key has left to live when the primitive keeps that key.
+// pauser is how a blocked Acquire of any primitive pauses between
+// attempts: a random time in [0, retry delay], or with a waker until the
+// release of a watched lock is announced, with that random time (capped
+// by the lead key's PTTL) as backstop.
 type pauser struct {
 	l      *Lock   // the lead lock: configuration, factory, observer
 	name   string  // the primitive's name, for the observer
