@@ -111,12 +111,27 @@ func runAcquire(ctx context.Context, c contender, name string, maxAttempts int) 
 			lastErr = err
 		}
 		if maxAttempts > 0 && n >= maxAttempts {
-			return 0, st, fmt.Errorf("%w after %d attempt(s): %w", ErrNotAcquired, n, lastErr)
+			return 0, st, fmt.Errorf("%w after %d attempt(s): %w%s", ErrNotAcquired, n, lastErr, holderNote(ctx, c, t))
 		}
 		if err := w.pause(ctx, t); err != nil {
 			return 0, st, l.notAcquired(ctx, lastErr)
 		}
 	}
+}
+
+// holderNote names what kept the lock out when a quorum refused the last
+// attempt of a primitive that keeps one key: another client, and how long
+// its key has left, read with one more round.
+func holderNote(ctx context.Context, c contender, t tally) string {
+	l := c.lead()
+	if !c.keyTTL() || t.noes <= len(l.fan.nodes)-l.cfg.quorum {
+		return ""
+	}
+	left, ok := l.freeIn(ctx)
+	if !ok || left <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (held by another client, %v left unless extended)", left.Round(time.Millisecond))
 }
 
 // notAcquired is the error of an acquire ended by its context (matching

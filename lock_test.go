@@ -80,6 +80,10 @@ func TestSecondLockCannotAcquireHeldName(t *testing.T) {
 	if !strings.Contains(err.Error(), "after 2 attempt(s)") {
 		t.Fatalf("error %q does not count the 2 attempts", err)
 	}
+	// The holder's TTL is 120 s: the error names the cause and how long.
+	if msg := err.Error(); !strings.Contains(msg, "(held by another client, 1m59.") || !strings.Contains(msg, "left unless extended)") {
+		t.Fatalf("error %q does not say that another client holds the lock, and for how long", msg)
+	}
 }
 
 // TestMutualExclusionGoroutines has 16 goroutines contend for one name; the

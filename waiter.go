@@ -118,7 +118,9 @@ func (p *pauser) pause(ctx context.Context, t tally) error {
 	// holder vanished without a release.
 	wait := jitter
 	if !p.heard && p.keyTTL {
-		wait = min(jitter, p.l.freeIn(ctx))
+		if left, ok := p.l.freeIn(ctx); ok {
+			wait = min(jitter, left)
+		}
 	}
 	return p.wait(ctx, wait)
 }
@@ -186,12 +188,13 @@ func (p *pauser) close() {
 }
 
 // freeIn estimates how soon the lock's keys expire on a quorum of nodes:
-// the longest PTTL among the first quorum of answers, or the retry delay
-// when they do not come.
-func (l *Lock) freeIn(ctx context.Context) time.Duration {
+// the longest PTTL among the first quorum of answers; ok is false when
+// they do not come.
+func (l *Lock) freeIn(ctx context.Context) (left time.Duration, ok bool) {
 	r := l.fan.run(ctx, plainCmd(judgeAny, "PTTL", l.nameArg), false)
+	defer r.free()
 	if !r.reached(l.cfg.quorum) {
-		return l.cfg.retryDelay
+		return 0, false
 	}
 	var longest int64
 	r.each(func(_ *node, rep *reply) {
@@ -199,7 +202,7 @@ func (l *Lock) freeIn(ctx context.Context) time.Duration {
 			longest = max(longest, rep.value)
 		}
 	})
-	return time.Duration(longest) * time.Millisecond
+	return time.Duration(longest) * time.Millisecond, true
 }
 
 // sleep waits for d, or until ctx ends or the factory closes.
