@@ -26,8 +26,9 @@
 // (at 3/4 of its validity), and releases it when CMD exits. stdin, stdout
 // and stderr pass straight through and CMD's exit code is redlock's. CMD
 // runs in its own process group: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
-// to redlock are forwarded to the group, and when the lock is lost the
-// group gets SIGTERM, then SIGKILL after --kill-grace. In the foreground of
+// to redlock are forwarded to the group, and when the lock is lost (heard
+// within a round trip of its keys vanishing from a quorum) the group gets
+// SIGTERM, then SIGKILL after --kill-grace. In the foreground of
 // a terminal the group is made the terminal's foreground group, so CMD can
 // read the terminal and gets Ctrl-C directly; a CMD stopped with Ctrl-Z is
 // resumed at once, since its lock would keep running out. On Linux CMD gets

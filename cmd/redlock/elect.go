@@ -27,7 +27,7 @@ func newElectCmd() *cobra.Command {
 		Long: `Campaign in the election NAME with the value V (what 'Leader' reports to
 others, e.g. this host's name), and once leading run CMD. Leadership is
 extended in the background; if it is lost while CMD runs, CMD's group gets
-SIGTERM, then SIGKILL after --kill-grace, and redlock exits 76. When CMD
+SIGTERM within a round trip of the loss, then SIGKILL after --kill-grace, and redlock exits 76. When CMD
 exits, redlock resigns and exits with CMD's code. CMD sees REDLOCK_NAME and
 REDLOCK_VALUE in its environment. Signals are forwarded as for 'run'.
 

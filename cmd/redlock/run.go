@@ -79,14 +79,16 @@ give the same N). CMD also sees REDLOCK_PERMIT, the permit it holds
 
 CMD runs in its own process group. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
 to redlock are forwarded to that group; the lock is released once CMD has
-exited. If the lock is lost while CMD runs (its keys vanished, or a quorum
-of nodes could not be reached before its validity ran out), the group gets
-SIGTERM, then SIGKILL after --kill-grace. CMD sees REDLOCK_NAME and
-REDLOCK_TOKEN in its environment. With --fencing it also sees REDLOCK_FENCE,
-a fencing token larger than that of every earlier holder of NAME: pass it
-to the resource CMD writes to, which refuses a token below one it has seen,
-so that a CMD that outlived its lock (a paused host) cannot overwrite the
-work of the next holder.
+exited. If the lock is lost while CMD runs (its keys vanished from a quorum
+of nodes, which redlock hears within a round trip, or a quorum could not be
+reached before its validity ran out), the group gets SIGTERM at once, then
+SIGKILL after --kill-grace.
+
+CMD sees REDLOCK_NAME and REDLOCK_TOKEN in its environment. With --fencing
+it also sees REDLOCK_FENCE, a fencing token larger than that of every
+earlier holder of NAME: pass it to the resource CMD writes to, which
+refuses a token below one it has seen, so that a CMD that outlived its
+lock (a paused host) cannot overwrite the work of the next holder.
 
 Exit codes:
   CMD's own   CMD exited (128+n if signal n killed it)
@@ -206,7 +208,7 @@ func (r *runCmd) connect(ctx context.Context, opts ...redlock.Option) (*cluster,
 	if urls == nil {
 		return nil, noNodesError()
 	}
-	c, err := openCluster(urls, append(r.lock.options(), opts...)...)
+	c, err := openHoldingCluster(urls, append(r.lock.options(), opts...)...)
 	if err != nil {
 		return nil, err
 	}
