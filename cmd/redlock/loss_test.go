@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/delayproxy"
 	"github.com/redlockplus/redlock/internal/redistest"
 )
@@ -91,4 +93,77 @@ func TestRunReleaseReachesSlowNode(t *testing.T) {
 			t.Fatalf("run %d: lock key left on %d nodes after redlock exited", i, n)
 		}
 	}
+}
+
+// TestRunWaitReportsHolder: under -v a waiting run, permit or campaign
+// says once that it waits (without limit unless --wait says otherwise),
+// who holds the lock and for how long, and then that it got it; without
+// -v and with stderr not a terminal it says nothing.
+func TestRunWaitReportsHolder(t *testing.T) {
+	c := redistest.Start(t, 3)
+	f := testFactory(t, c, redlock.WithTTL(30*time.Second))
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name    string
+		hold    func() (release func(), token string)
+		args    []string
+		waiting string // what the waiting line starts with
+		got     string
+	}{
+		{"run", func() (func(), string) {
+			l := f.NewLock("queue")
+			if _, err := l.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return func() { l.Release(ctx) }, l.Token()
+		}, []string{"run", "-v", "queue"}, // --wait defaults to no limit
+			`redlock: waiting without limit for lock "queue", held by another client (token %s, `, `redlock: acquired "queue" after `},
+		{"permits", func() (func(), string) {
+			s := f.NewSemaphore("pool", 1)
+			if _, err := s.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return func() { s.Release(ctx) }, ""
+		}, []string{"run", "-v", "--wait", "20s", "--permits", "1", "pool"},
+			`redlock: waiting up to 20s for a permit of semaphore "pool": 1 of 1 permits held by other clients, the first frees in `, `redlock: acquired "pool" after `},
+		{"elect", func() (func(), string) {
+			el := f.NewElection("chief")
+			if err := el.Campaign(ctx, "host-a"); err != nil {
+				t.Fatal(err)
+			}
+			return func() { el.Resign(ctx) }, ""
+		}, []string{"elect", "-v", "--value", "host-b", "chief"},
+			`redlock: waiting without limit to lead "chief": the leader is "host-a" (`, `redlock: leading "chief" as "host-b" after `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release, token := tc.hold()
+			_, stderr, exited := startRun(t, nodesEnv(c.URLs()), append(tc.args, "--", "true")...)
+			waitFor(t, 10*time.Second, "the waiting line", func() bool { return strings.Contains(stderr.String(), "waiting") })
+			release()
+			if code := waitExit(t, exited, 20*time.Second); code != 0 {
+				t.Fatalf("exit %d; stderr %q", code, stderr.String())
+			}
+			out := stderr.String()
+			want := tc.waiting
+			if token != "" {
+				want = fmt.Sprintf(want, shortToken(token))
+			}
+			if strings.Count(out, "waiting") != 1 || !strings.Contains(out, want) {
+				t.Errorf("stderr %q, want one line starting %q", out, want)
+			}
+			if !strings.Contains(out, tc.got) {
+				t.Errorf("stderr %q, want a line starting %q", out, tc.got)
+			}
+		})
+	}
+	t.Run("quiet without -v", func(t *testing.T) {
+		l := f.NewLock("quiet")
+		if _, err := l.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		go func() { time.Sleep(500 * time.Millisecond); l.Release(ctx) }()
+		if r := cli(t, nodesEnv(c.URLs()), "run", "--wait", "20s", "quiet", "--", "true"); r.code != 0 || r.stderr != "" {
+			t.Errorf("exit %d, stderr %q; want 0 and nothing (stderr is not a terminal)", r.code, r.stderr)
+		}
+	})
 }
