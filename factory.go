@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -105,12 +108,21 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 // anyway, so only a connection that is clearly hung is given up.
 const minStall = 250 * time.Millisecond
 
-// NewFactoryFromURLs is NewFactory over one NewPool per URL. The factory owns
-// those pools and closes them in Close. Two URLs that name the same server
-// are refused: by their text here, and by the server's identity at the
-// first operation.
+// NewFactoryFromURLs is NewFactory over one NewPool per URL. A URL is
+// redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or a bare
+// host:port, read as redis://host:port (as the CLI's --nodes reads it).
+// The factory owns those pools and closes them in Close. Two URLs that
+// name the same server are refused: by their text here, and by the
+// server's identity at the first operation.
 func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
-	pools, closers, err := poolsFromURLs(urls)
+	full := make([]string, len(urls))
+	for i, u := range urls {
+		var err error
+		if full[i], err = nodeURL(u); err != nil {
+			return nil, err
+		}
+	}
+	pools, closers, err := poolsFromURLs(full)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +135,36 @@ func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
 	}
 	f.ownPools = closers
 	return f, nil
+}
+
+// nodeURL is the URL of a node as NewPool and NewFactoryFromURLs take
+// it: a URL with a scheme as it is, a bare [user:password@]host[:port][/db]
+// (no "://") with redis:// in front. A bare address whose host part is
+// not host or host:port is refused here, where "missing scheme" is the
+// likely mistake.
+func nodeURL(raw string) (string, error) {
+	if strings.Contains(raw, "://") {
+		return raw, nil
+	}
+	full := "redis://" + raw
+	u, err := url.Parse(full)
+	if err == nil && u.Host != "" && u.Opaque == "" && validHostPort(u.Host) {
+		return full, nil
+	}
+	return "", invalidArg("node address %q is neither host:port nor a redis:// or rediss:// URL", raw)
+}
+
+// validHostPort reports whether h is a host, a host:port or a bracketed
+// IPv6 address with or without a port.
+func validHostPort(h string) bool {
+	if !strings.Contains(h, ":") {
+		return true
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return true
+	}
+	_, _, err := net.SplitHostPort(h)
+	return err == nil
 }
 
 // NewLock returns a Lock over the factory's nodes with the factory's

@@ -31,10 +31,15 @@ type Addresser interface {
 }
 
 // NewPool returns a redigo pool for one node given as a URL:
-// redis://[[user]:password@]host[:port][/db] or rediss:// for TLS. The URL is
-// checked at once; connections are dialled lazily. opts are passed to every
-// dial, after the options taken from the URL.
+// redis://[[user]:password@]host[:port][/db] or rediss:// for TLS; a bare
+// host:port means redis://host:port. The URL is checked at once;
+// connections are dialled lazily. opts are passed to every dial, after the
+// options taken from the URL.
 func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
+	rawURL, err := nodeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
 	addr, err := parseNodeURL(rawURL)
 	if err != nil {
 		return nil, err
