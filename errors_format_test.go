@@ -58,3 +58,37 @@ func TestBareAddresses(t *testing.T) {
 		}
 	}
 }
+
+// TestTTLBoundMessage: a TTL that is too short is refused with the bound
+// that is enforced, the least TTL above its own drift allowance, whatever
+// the TTL's sign; that bound is accepted.
+func TestTTLBoundMessage(t *testing.T) {
+	urls := []string{"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"}
+	for _, tc := range []struct {
+		ttl   time.Duration
+		drift float64
+		least string
+	}{
+		{-time.Second, redlock.DefaultDriftFactor, "3ms"},
+		{0, redlock.DefaultDriftFactor, "3ms"},
+		{time.Millisecond, redlock.DefaultDriftFactor, "3ms"},
+		{2 * time.Millisecond, redlock.DefaultDriftFactor, "3ms"},
+		{2900 * time.Microsecond, redlock.DefaultDriftFactor, "3ms"},
+		{2 * time.Millisecond, 0, "3ms"},
+		{4 * time.Millisecond, 0.5, "5ms"},
+		{199 * time.Millisecond, 0.99, "201ms"},
+	} {
+		_, err := redlock.NewFactoryFromURLs(urls, redlock.WithTTL(tc.ttl), redlock.WithDriftFactor(tc.drift))
+		want := "is below " + tc.least + ", the least ttl above its own drift allowance"
+		if !errors.Is(err, redlock.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
+			t.Errorf("WithTTL(%v), drift factor %v: %v, want %q", tc.ttl, tc.drift, err, want)
+		}
+		least, _ := time.ParseDuration(tc.least)
+		f, err := redlock.NewFactoryFromURLs(urls, redlock.WithTTL(least), redlock.WithDriftFactor(tc.drift))
+		if err != nil {
+			t.Errorf("WithTTL(%v), drift factor %v: %v, want it accepted", least, tc.drift, err)
+			continue
+		}
+		f.Close()
+	}
+}
