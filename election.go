@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// ErrNoLeader is returned by Election.Leader when no campaigner leads: no
-// token of the election's key is held by a quorum of nodes.
-var ErrNoLeader error = &sentinel{"redlock: no leader"}
-
 // observeCheck is how often an Observe re-reads the leader when no change
 // was announced: the backstop for an announcement that was lost (a leader
 // that crashed or lost its lock publishes nothing).

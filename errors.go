@@ -9,34 +9,64 @@ import (
 // errors.Is(err, ErrRedlock) holds for all of them.
 var ErrRedlock = errors.New("redlock: error")
 
-// Sentinel errors, one per outcome a caller branches on. Each matches ErrRedlock.
-var (
-	// ErrNotAcquired: the lock could not be acquired, because another holder
-	// has it, a quorum of nodes could not be reached, the attempts ran out, or
-	// the context ended. A cancelled Acquire also matches ctx.Err().
-	ErrNotAcquired error = &sentinel{"redlock: lock not acquired"}
-	// ErrLockLost: the lock was held but is no longer: its keys are gone or
-	// belong to another token on a quorum, or its validity ran out before it
-	// could be extended.
-	ErrLockLost error = &sentinel{"redlock: lock lost"}
-	// ErrInvalidOperation: the call does not fit the lock's state, such as
-	// Release before Acquire or a second Acquire on a held Lock.
-	ErrInvalidOperation error = &sentinel{"redlock: invalid operation"}
-	// ErrInvalidArgument: a name, option, URL or node list was rejected.
-	ErrInvalidArgument error = &sentinel{"redlock: invalid argument"}
-	// ErrNoQuorum: a quorum of nodes did not answer, so the outcome of an
-	// Extend, Release or CheckTimes is unknown. The error lists the per-node
-	// failures as *NodeError values.
-	ErrNoQuorum error = &sentinel{"redlock: no quorum of nodes answered"}
-	// ErrClosed: the Factory was closed.
-	ErrClosed error = &sentinel{"redlock: factory closed"}
-)
+// The sentinel errors follow, one per outcome a caller branches on with
+// errors.Is. Each matches ErrRedlock; the package overview lists them.
 
-// sentinel is an error that matches ErrRedlock.
-type sentinel struct{ msg string }
+// ErrNotAcquired: the lock could not be acquired, because another holder
+// has it, a quorum of nodes could not be reached, the attempts ran out, or
+// the context ended. A cancelled Acquire also matches ctx.Err().
+var ErrNotAcquired = newSentinel("redlock: lock not acquired")
 
-func (e *sentinel) Error() string        { return e.msg }
-func (e *sentinel) Is(target error) bool { return target == ErrRedlock }
+// ErrLockLost: the lock was held but is no longer: its keys are gone or
+// belong to another token on a quorum, or its validity ran out before it
+// could be extended.
+var ErrLockLost = newSentinel("redlock: lock lost")
+
+// ErrInvalidOperation: the call does not fit the lock's state, such as
+// Release before Acquire or a second Acquire on a held Lock.
+var ErrInvalidOperation = newSentinel("redlock: invalid operation")
+
+// ErrInvalidArgument: a name, option, URL or node list was rejected.
+var ErrInvalidArgument = newSentinel("redlock: invalid argument")
+
+// ErrNoQuorum: a quorum of nodes did not answer, so the outcome of an
+// Extend, Release or CheckTimes is unknown. The error lists the per-node
+// failures as *NodeError values.
+var ErrNoQuorum = newSentinel("redlock: no quorum of nodes answered")
+
+// ErrClosed: the Factory was closed.
+var ErrClosed = newSentinel("redlock: factory closed")
+
+// ErrFenceNotCommitted: a fenced attempt's token could not be written back
+// to a quorum of nodes within the validity. The attempt's keys are
+// released; Acquire retries, TryAcquire counts it as a failed attempt. It
+// also matches ErrNotAcquired.
+var ErrFenceNotCommitted = newSentinel("redlock: fencing token not committed on a quorum", ErrNotAcquired)
+
+// ErrNoLeader: Election.Leader found no campaigner leading: no token of
+// the election's key is held by a quorum of nodes.
+var ErrNoLeader = newSentinel("redlock: no leader")
+
+// sentinel is an error that matches ErrRedlock, and also when set.
+type sentinel struct {
+	msg  string
+	also error
+}
+
+// newSentinel returns a sentinel error with the message msg that also
+// matches also, when given.
+func newSentinel(msg string, also ...error) error {
+	e := &sentinel{msg: msg}
+	if len(also) > 0 {
+		e.also = also[0]
+	}
+	return e
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Is(target error) bool {
+	return target == ErrRedlock || e.also != nil && target == e.also
+}
 
 // InsufficientNodesError reports a node list shorter than the three nodes
 // Redlock needs. It matches ErrRedlock and ErrInvalidArgument.

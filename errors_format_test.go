@@ -2,12 +2,101 @@ package redlock_test
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redlockplus/redlock"
 )
+
+// sentinels are every exported sentinel error of the package.
+var sentinels = map[string]error{
+	"ErrNotAcquired":       redlock.ErrNotAcquired,
+	"ErrLockLost":          redlock.ErrLockLost,
+	"ErrInvalidOperation":  redlock.ErrInvalidOperation,
+	"ErrInvalidArgument":   redlock.ErrInvalidArgument,
+	"ErrNoQuorum":          redlock.ErrNoQuorum,
+	"ErrClosed":            redlock.ErrClosed,
+	"ErrFenceNotCommitted": redlock.ErrFenceNotCommitted,
+	"ErrNoLeader":          redlock.ErrNoLeader,
+}
+
+// TestSentinels: every sentinel matches ErrRedlock and itself, none
+// matches another (but ErrFenceNotCommitted is also an ErrNotAcquired),
+// each message is "redlock: " and lower case, and the package overview
+// (doc.go) lists every exported Err variable of the package by name, so
+// that go doc shows them all.
+func TestSentinels(t *testing.T) {
+	for name, s := range sentinels {
+		if !errors.Is(s, redlock.ErrRedlock) || !errors.Is(s, s) {
+			t.Errorf("%s does not match ErrRedlock and itself", name)
+		}
+		if msg := s.Error(); !strings.HasPrefix(msg, "redlock: ") || strings.ToLower(msg) != msg || strings.Count(msg, "redlock: ") != 1 {
+			t.Errorf("%s: message %q", name, msg)
+		}
+		for other, o := range sentinels {
+			want := name == other || name == "ErrFenceNotCommitted" && other == "ErrNotAcquired"
+			if errors.Is(s, o) != want {
+				t.Errorf("errors.Is(%s, %s) = %v, want %v", name, other, !want, want)
+			}
+		}
+	}
+	if errors.Is(redlock.ErrRedlock, redlock.ErrNotAcquired) {
+		t.Error("ErrRedlock matches ErrNotAcquired")
+	}
+
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var overview string
+	declared := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			overview += f.Doc.Text()
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				for _, n := range spec.(*ast.ValueSpec).Names {
+					if n.IsExported() && strings.HasPrefix(n.Name, "Err") {
+						declared[n.Name] = true
+					}
+				}
+			}
+		}
+	}
+	for name := range declared {
+		if name == "ErrRedlock" {
+			continue
+		}
+		if _, ok := sentinels[name]; !ok {
+			t.Errorf("%s is not in this test's list of sentinels", name)
+		}
+		if !strings.Contains(overview, "  - "+name+": ") {
+			t.Errorf("the package overview does not list %s with its meaning", name)
+		}
+	}
+	if _, err := os.Stat("doc.go"); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestBareAddresses: NewPool and NewFactoryFromURLs read host:port as
 // redis://host:port, as the CLI does; a bare address that is not host or

@@ -18,20 +18,6 @@ import (
 // such as "{orders}"; key prefixes and ACL patterns must cover both.
 const FenceSuffix = ":fence"
 
-// ErrFenceNotCommitted is the failure of a fenced attempt whose token
-// could not be written back to a quorum of nodes within the validity. The
-// attempt's keys are released; Acquire retries, TryAcquire counts it as a
-// failed attempt. It matches ErrNotAcquired and ErrRedlock.
-var ErrFenceNotCommitted error = &notAcquiredSentinel{"redlock: fencing token not committed on a quorum"}
-
-// notAcquiredSentinel is a sentinel that is also an ErrNotAcquired.
-type notAcquiredSentinel struct{ msg string }
-
-func (e *notAcquiredSentinel) Error() string { return e.msg }
-func (e *notAcquiredSentinel) Is(target error) bool {
-	return target == ErrRedlock || target == ErrNotAcquired
-}
-
 // WithFencing sets whether each holding of the lock gets a fencing token: a
 // number, larger than that of every earlier holding of the same name, to
 // pass to the protected resource, which refuses requests carrying a token
