@@ -133,8 +133,9 @@
 //
 // # Errors
 //
-// Every error matches ErrRedlock. Callers branch on one sentinel per
-// outcome with errors.Is:
+// Every error matches ErrRedlock, and its message is one line that starts
+// with "redlock: " once. Callers branch on one sentinel per outcome with
+// errors.Is:
 //
 //   - ErrNotAcquired: the lock was not acquired (another holder, no
 //     quorum, attempts or context ran out); a cancelled Acquire also

@@ -3,7 +3,11 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
+
+// prefix starts every message of this package, once.
+const prefix = "redlock: "
 
 // ErrRedlock is the root of every error this package returns:
 // errors.Is(err, ErrRedlock) holds for all of them.
@@ -93,7 +97,7 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("redlock: node %d (%s): %v", e.Node, e.Addr, e.Err)
+	return fmt.Sprintf("redlock: node %d (%s): %s", e.Node, e.Addr, detailOf(e.Err))
 }
 
 // Unwrap returns the underlying error.
@@ -111,3 +115,83 @@ func invalidArg(format string, args ...any) error {
 func invalidOp(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOperation, fmt.Sprintf(format, args...))
 }
+
+// detailOf is err's message as a part of another message of this package:
+// on one line, and without the package prefix, which the whole message
+// has once.
+func detailOf(err error) string { return strings.TrimPrefix(oneLine(err), prefix) }
+
+// oneLine is err's message with its line breaks (errors.Join's) turned
+// into "; ".
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// wrapf is fmt.Errorf for the messages of this package: the message is
+// one line with one package prefix, every error argument shown by
+// detailOf, and the %w arguments are unwrapped as fmt.Errorf's are, for
+// errors.Is and errors.As.
+func wrapf(format string, args ...any) error {
+	shown := make([]any, len(args))
+	for i, a := range args {
+		if err, ok := a.(error); ok && err != nil {
+			a = detailOf(err)
+		}
+		shown[i] = a
+	}
+	msg := prefix + strings.TrimPrefix(fmt.Sprintf(strings.ReplaceAll(format, "%w", "%v"), shown...), prefix)
+	return &messageError{msg: msg, wrapped: fmt.Errorf(format, args...)}
+}
+
+// messageError is an error whose message is msg and whose chain is that
+// of wrapped, an error fmt.Errorf made from the same arguments.
+type messageError struct {
+	msg     string
+	wrapped error
+}
+
+func (e *messageError) Error() string { return e.msg }
+
+// Unwrap returns the errors that wrapped wraps.
+func (e *messageError) Unwrap() []error {
+	switch u := e.wrapped.(type) {
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	case interface{ Unwrap() error }:
+		if w := u.Unwrap(); w != nil {
+			return []error{w}
+		}
+	}
+	return nil
+}
+
+// joinErrors is errors.Join on one line: "redlock: A; B", each part shown
+// by detailOf. It returns nil when every error is nil and the error itself
+// when only one is not; Unwrap returns the errors that are not nil.
+func joinErrors(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return &joinedError{errs: kept}
+}
+
+// joinedError is what joinErrors returns for two errors or more.
+type joinedError struct{ errs []error }
+
+func (e *joinedError) Error() string {
+	parts := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		parts[i] = detailOf(err)
+	}
+	return prefix + strings.Join(parts, "; ")
+}
+
+// Unwrap returns the joined errors.
+func (e *joinedError) Unwrap() []error { return e.errs }

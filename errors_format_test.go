@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -179,5 +180,80 @@ func TestTTLBoundMessage(t *testing.T) {
 			continue
 		}
 		f.Close()
+	}
+}
+
+// oneLine fails unless err's message is one line with the package prefix
+// once, at its start.
+func oneLine(t *testing.T, what string, err error) {
+	t.Helper()
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "redlock: ") || strings.Count(msg, "redlock: ") != 1 || strings.Contains(msg, "\n") {
+		t.Errorf("%s: %q, want one line with one \"redlock: \" prefix", what, msg)
+	}
+}
+
+// TestErrorsOneLine: the errors of failed rounds, closed factories,
+// InitRedisNodes and Do after a loss are one line with one prefix, and
+// still match their outcome, the node errors and the caller's own error.
+func TestErrorsOneLine(t *testing.T) {
+	ctx := ctxT(t, 30*time.Second)
+	down := []string{"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"}
+	f, err := redlock.NewFactoryFromURLs(down, redlock.WithRetryTimes(1), redlock.WithRetryDelay(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ne *redlock.NodeError
+	_, err = f.NewLock("x").TryAcquire(ctx)
+	oneLine(t, "TryAcquire with every node down", err)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.As(err, &ne) || !strings.Contains(err.Error(), "; node ") {
+		t.Errorf("TryAcquire with every node down: %v, want ErrNotAcquired and the node errors", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = f.NewLock("x").Acquire(wctx)
+	cancel()
+	oneLine(t, "Acquire with every node down", err)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ne) {
+		t.Errorf("Acquire with every node down: %v", err)
+	}
+	f.Close()
+	_, err = f.NewLock("x").Acquire(ctx)
+	oneLine(t, "Acquire after Close", err)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrClosed) {
+		t.Errorf("Acquire after Close: %v", err)
+	}
+
+	c, pools := cluster(t, 3)
+	f2, err := redlock.NewFactory(pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+	err = f2.Do(ctx, "do", func(ctx context.Context) error {
+		for _, n := range c.Nodes {
+			n.Do("DEL", "do")
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	oneLine(t, "Do after a loss", err)
+	if !errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, context.Canceled) || !strings.HasSuffix(err.Error(), "; fn returned: context canceled") {
+		t.Errorf("Do after a loss: %q, want ErrLockLost and fn's context.Canceled", err)
+	}
+	l := f2.NewLock("rel")
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[1].Kill()
+	c.Nodes[2].Kill()
+	err = l.Release(ctx)
+	oneLine(t, "Release with 2 of 3 nodes down", err)
+	if !errors.Is(err, redlock.ErrNoQuorum) || !errors.As(err, &ne) {
+		t.Errorf("Release with 2 of 3 nodes down: %v", err)
+	}
+	err = redlock.InitRedisNodes(ctx, pools)
+	oneLine(t, "InitRedisNodes with 2 of 3 nodes down", err)
+	if !errors.As(err, &ne) || ne.Node == 0 || strings.Count(err.Error(), "node ") != 2 {
+		t.Errorf("InitRedisNodes with 2 of 3 nodes down: %v, want both node errors", err)
 	}
 }

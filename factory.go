@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -183,10 +181,10 @@ func (f *Factory) NewRLock(name string, opts ...Option) *RLock {
 // Do acquires the lock name (blocking, as Lock.Acquire), runs fn, and
 // releases the lock when fn returns or panics (the panic goes on). fn's
 // context is cancelled with cause ErrLockLost when the lock is lost while
-// fn runs; Do then returns an error matching ErrLockLost (joined with fn's
-// own error). Autoextension is on unless opts turn it off. With
-// WithFencing(true), FenceFrom(ctx) gives fn the holding's token. A failed
-// release is returned when fn succeeded.
+// fn runs; Do then returns an error matching ErrLockLost and fn's own
+// error, if any, with both on one line. Autoextension is on unless opts
+// turn it off. With WithFencing(true), FenceFrom(ctx) gives fn the
+// holding's token. A failed release is returned when fn succeeded.
 func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidArg("Do of lock %q: fn is nil", name)
@@ -217,12 +215,14 @@ func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	lost := l.Err()
 	relErr := l.Release(ctx)
 	switch {
+	case lost != nil && fnErr != nil:
+		return wrapf("%w; fn returned: %w", lost, fnErr)
 	case lost != nil:
-		return errors.Join(fnErr, lost)
+		return lost
 	case fnErr != nil:
 		return fnErr
 	case relErr != nil:
-		return fmt.Errorf("release after Do: %w", relErr)
+		return wrapf("release after Do: %w", relErr)
 	}
 	return nil
 }
@@ -260,7 +260,7 @@ func (f *Factory) close() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // releaseAll releases the held locks at once, each bounded by its node
@@ -309,7 +309,7 @@ func (l *Lock) closeHolding(h *holding) error {
 	r := l.releaseNodes(context.Background(), h, &fan)
 	var err error
 	if !r.reached(l.cfg.quorum) {
-		err = fmt.Errorf("lock %q: %w", l.name, r.failure("released", len(l.fan.nodes), l.cfg.quorum))
+		err = wrapf("lock %q: %w", l.name, r.failure("released", len(l.fan.nodes), l.cfg.quorum))
 	}
 	l.obs.released(context.Background(), h, true, err)
 	return err

@@ -187,7 +187,7 @@ func (l *Lock) begin(ctx context.Context) error {
 }
 
 // errAcquireClosed ends an Acquire once the factory closes.
-var errAcquireClosed = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
+var errAcquireClosed = wrapf("%w: %w", ErrNotAcquired, ErrClosed)
 
 // runAcquire runs attempts until one succeeds, maxAttempts (0: unlimited)
 // are spent, ctx ends or the factory closes; st counts them for the

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -168,7 +167,7 @@ func InitRedisNodes(ctx context.Context, nodes []Pool) error {
 			errs = append(errs, &NodeError{Node: i, Addr: nodeAddr(p), Err: err})
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // loadScripts loads every lock script on one node.
