@@ -34,7 +34,7 @@ type tally struct{ oks, noes, errs int }
 func tallyOf(r *round) tally { return tally{oks: r.oks, noes: r.noes, errs: len(r.errs)} }
 
 // errAcquireClosed ends an Acquire once the factory closes.
-var errAcquireClosed = fmt.Errorf("%w: %w", ErrNotAcquired, ErrClosed)
+var errAcquireClosed = wrapf("%w: %w", ErrNotAcquired, ErrClosed)
 
 // acquire runs c's attempts until one wins, maxAttempts (0: unlimited) are
 // spent, ctx ends or the factory closes, and tells c's observer (named
@@ -111,7 +111,7 @@ func runAcquire(ctx context.Context, c contender, name string, maxAttempts int) 
 			lastErr = err
 		}
 		if maxAttempts > 0 && n >= maxAttempts {
-			return 0, st, fmt.Errorf("%w after %d attempt(s): %w%s", ErrNotAcquired, n, lastErr, holderNote(ctx, c, t))
+			return 0, st, wrapf("%w after %d attempt(s): %w%s", ErrNotAcquired, n, lastErr, holderNote(ctx, c, t))
 		}
 		if err := w.pause(ctx, t); err != nil {
 			return 0, st, l.notAcquired(ctx, lastErr)
@@ -141,9 +141,9 @@ func (l *Lock) notAcquired(ctx context.Context, last error) error {
 	case l.f.o.closing():
 		return errAcquireClosed
 	case last == nil:
-		return fmt.Errorf("%w: %w", ErrNotAcquired, ctx.Err())
+		return wrapf("%w: %w", ErrNotAcquired, ctx.Err())
 	}
-	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, ctx.Err(), last)
+	return wrapf("%w: %w (last attempt: %w)", ErrNotAcquired, ctx.Err(), last)
 }
 
 // outcome classifies an acquisition's error.

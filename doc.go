@@ -133,10 +133,28 @@
 //
 // # Errors
 //
-// Every error matches ErrRedlock. Callers branch on ErrNotAcquired,
-// ErrLockLost, ErrNoQuorum, ErrInvalidOperation, ErrInvalidArgument and
-// ErrClosed with errors.Is (ErrFenceNotCommitted also matches
-// ErrNotAcquired); *NodeError carries the failure of one node and
-// *InsufficientNodesError a node list shorter than three. A cancelled
-// Acquire matches both ErrNotAcquired and the context's error.
+// Every error matches ErrRedlock, and its message is one line that starts
+// with "redlock: " once. Callers branch on one sentinel per outcome with
+// errors.Is:
+//
+//   - ErrNotAcquired: the lock was not acquired (another holder, no
+//     quorum, attempts or context ran out); a cancelled Acquire also
+//     matches the context's error.
+//   - ErrLockLost: a held lock is no longer held (its keys vanished or its
+//     validity ran out).
+//   - ErrNoQuorum: too few nodes answered, so the outcome of an Extend,
+//     Release or CheckTimes is unknown.
+//   - ErrInvalidOperation: the call does not fit the lock's state, such
+//     as Release before Acquire.
+//   - ErrInvalidArgument: a name, option, URL or node list was refused.
+//   - ErrClosed: the Factory was closed.
+//   - ErrFenceNotCommitted: a fenced attempt's token did not reach a
+//     quorum; it also matches ErrNotAcquired.
+//   - ErrNoLeader: Election.Leader found no campaigner leading.
+//   - ErrNodeBusy: a node that stopped answering had too many commands in
+//     flight, so a command failed at once (in a *NodeError).
+//
+// The detail is in typed errors, for errors.As: *NodeError is the failure
+// of one node (it unwraps to the Redis or network error), and
+// *InsufficientNodesError a node list shorter than three.
 package redlock

@@ -3,59 +3,78 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
+
+// prefix starts every message of this package, once.
+const prefix = "redlock: "
 
 // ErrRedlock is the root of every error this package returns:
 // errors.Is(err, ErrRedlock) holds for all of them.
 var ErrRedlock = errors.New("redlock: error")
 
-// Sentinel errors, one per outcome a caller branches on. Each matches ErrRedlock.
-var (
-	// ErrNotAcquired: the lock could not be acquired, because another holder
-	// has it, a quorum of nodes could not be reached, the attempts ran out, or
-	// the context ended. A cancelled Acquire also matches ctx.Err().
-	ErrNotAcquired error = &sentinel{"redlock: lock not acquired"}
-	// ErrLockLost: the lock was held but is no longer: its keys are gone or
-	// belong to another token on a quorum, or its validity ran out before it
-	// could be extended.
-	ErrLockLost error = &sentinel{"redlock: lock lost"}
-	// ErrInvalidOperation: the call does not fit the lock's state, such as
-	// Release before Acquire or a second Acquire on a held Lock.
-	ErrInvalidOperation error = &sentinel{"redlock: invalid operation"}
-	// ErrInvalidArgument: a name, option, URL or node list was rejected.
-	ErrInvalidArgument error = &sentinel{"redlock: invalid argument"}
-	// ErrNoQuorum: a quorum of nodes did not answer, so the outcome of an
-	// Extend, Release or CheckTimes is unknown. The error lists the per-node
-	// failures as *NodeError values.
-	ErrNoQuorum error = &sentinel{"redlock: no quorum of nodes answered"}
-	// ErrClosed: the Factory was closed.
-	ErrClosed error = &sentinel{"redlock: factory closed"}
-	// ErrNodeBusy: a node had too many commands in flight (it is slow or
-	// hung), so the command failed at once instead of adding one more; it
-	// comes wrapped in a *NodeError, and the other nodes decide the round.
-	ErrNodeBusy error = &sentinel{"redlock: node busy"}
-	// ErrNoLeader is returned by Election.Leader when no campaigner leads:
-	// no token of the election's key is held by a quorum of nodes.
-	ErrNoLeader error = &sentinel{"redlock: no leader"}
-	// ErrFenceNotCommitted is the failure of a fenced attempt whose token
-	// could not be written back to a quorum of nodes within the validity.
-	// The attempt's keys are released; Acquire retries, TryAcquire counts
-	// it as a failed attempt. It matches ErrNotAcquired and ErrRedlock.
-	ErrFenceNotCommitted error = &notAcquiredSentinel{"redlock: fencing token not committed on a quorum"}
-)
+// The sentinel errors follow, one per outcome a caller branches on with
+// errors.Is. Each matches ErrRedlock; the package overview lists them.
 
-// sentinel is an error that matches ErrRedlock.
-type sentinel struct{ msg string }
+// ErrNotAcquired: the lock could not be acquired, because another holder
+// has it, a quorum of nodes could not be reached, the attempts ran out, or
+// the context ended. A cancelled Acquire also matches ctx.Err().
+var ErrNotAcquired = newSentinel("redlock: lock not acquired")
 
-func (e *sentinel) Error() string        { return e.msg }
-func (e *sentinel) Is(target error) bool { return target == ErrRedlock }
+// ErrLockLost: the lock was held but is no longer: its keys are gone or
+// belong to another token on a quorum, or its validity ran out before it
+// could be extended.
+var ErrLockLost = newSentinel("redlock: lock lost")
 
-// notAcquiredSentinel is a sentinel that is also an ErrNotAcquired.
-type notAcquiredSentinel struct{ msg string }
+// ErrInvalidOperation: the call does not fit the lock's state, such as
+// Release before Acquire or a second Acquire on a held Lock.
+var ErrInvalidOperation = newSentinel("redlock: invalid operation")
 
-func (e *notAcquiredSentinel) Error() string { return e.msg }
-func (e *notAcquiredSentinel) Is(target error) bool {
-	return target == ErrRedlock || target == ErrNotAcquired
+// ErrInvalidArgument: a name, option, URL or node list was rejected.
+var ErrInvalidArgument = newSentinel("redlock: invalid argument")
+
+// ErrNoQuorum: a quorum of nodes did not answer, so the outcome of an
+// Extend, Release or CheckTimes is unknown. The error lists the per-node
+// failures as *NodeError values.
+var ErrNoQuorum = newSentinel("redlock: no quorum of nodes answered")
+
+// ErrClosed: the Factory was closed.
+var ErrClosed = newSentinel("redlock: factory closed")
+
+// ErrFenceNotCommitted: a fenced attempt's token could not be written back
+// to a quorum of nodes within the validity. The attempt's keys are
+// released; Acquire retries, TryAcquire counts it as a failed attempt. It
+// also matches ErrNotAcquired.
+var ErrFenceNotCommitted = newSentinel("redlock: fencing token not committed on a quorum", ErrNotAcquired)
+
+// ErrNoLeader: Election.Leader found no campaigner leading: no token of
+// the election's key is held by a quorum of nodes.
+var ErrNoLeader = newSentinel("redlock: no leader")
+
+// ErrNodeBusy: a node that has stopped answering has too many commands in
+// flight, so a command failed at once instead of adding one more; it comes
+// in a *NodeError, and the other nodes decide the round.
+var ErrNodeBusy = newSentinel("redlock: node busy")
+
+// sentinel is an error that matches ErrRedlock, and also when set.
+type sentinel struct {
+	msg  string
+	also error
+}
+
+// newSentinel returns a sentinel error with the message msg that also
+// matches also, when given.
+func newSentinel(msg string, also ...error) error {
+	e := &sentinel{msg: msg}
+	if len(also) > 0 {
+		e.also = also[0]
+	}
+	return e
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Is(target error) bool {
+	return target == ErrRedlock || e.also != nil && target == e.also
 }
 
 // InsufficientNodesError reports a node list shorter than the three nodes
@@ -83,7 +102,7 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
-	return fmt.Sprintf("redlock: node %d (%s): %v", e.Node, e.Addr, e.Err)
+	return fmt.Sprintf("redlock: node %d (%s): %s", e.Node, e.Addr, detailOf(e.Err))
 }
 
 // Unwrap returns the underlying error.
@@ -101,3 +120,83 @@ func invalidArg(format string, args ...any) error {
 func invalidOp(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOperation, fmt.Sprintf(format, args...))
 }
+
+// detailOf is err's message as a part of another message of this package:
+// on one line, and without the package prefix, which the whole message
+// has once.
+func detailOf(err error) string { return strings.TrimPrefix(oneLine(err), prefix) }
+
+// oneLine is err's message with its line breaks (errors.Join's) turned
+// into "; ".
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// wrapf is fmt.Errorf for the messages of this package: the message is
+// one line with one package prefix, every error argument shown by
+// detailOf, and the %w arguments are unwrapped as fmt.Errorf's are, for
+// errors.Is and errors.As.
+func wrapf(format string, args ...any) error {
+	shown := make([]any, len(args))
+	for i, a := range args {
+		if err, ok := a.(error); ok && err != nil {
+			a = detailOf(err)
+		}
+		shown[i] = a
+	}
+	msg := prefix + strings.TrimPrefix(fmt.Sprintf(strings.ReplaceAll(format, "%w", "%v"), shown...), prefix)
+	return &messageError{msg: msg, wrapped: fmt.Errorf(format, args...)}
+}
+
+// messageError is an error whose message is msg and whose chain is that
+// of wrapped, an error fmt.Errorf made from the same arguments.
+type messageError struct {
+	msg     string
+	wrapped error
+}
+
+func (e *messageError) Error() string { return e.msg }
+
+// Unwrap returns the errors that wrapped wraps.
+func (e *messageError) Unwrap() []error {
+	switch u := e.wrapped.(type) {
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	case interface{ Unwrap() error }:
+		if w := u.Unwrap(); w != nil {
+			return []error{w}
+		}
+	}
+	return nil
+}
+
+// joinErrors is errors.Join on one line: "redlock: A; B", each part shown
+// by detailOf. It returns nil when every error is nil and the error itself
+// when only one is not; Unwrap returns the errors that are not nil.
+func joinErrors(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return &joinedError{errs: kept}
+}
+
+// joinedError is what joinErrors returns for two errors or more.
+type joinedError struct{ errs []error }
+
+func (e *joinedError) Error() string {
+	parts := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		parts[i] = detailOf(err)
+	}
+	return prefix + strings.Join(parts, "; ")
+}
+
+// Unwrap returns the joined errors.
+func (e *joinedError) Unwrap() []error { return e.errs }

@@ -2,10 +2,11 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -131,12 +132,21 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 // anyway, so only a connection that is clearly hung is given up.
 const minStall = 250 * time.Millisecond
 
-// NewFactoryFromURLs is NewFactory over one NewPool per URL. The factory owns
-// those pools and closes them in Close. Two URLs that name the same server
-// are refused: by their text here, and by the server's identity at the
-// first operation.
+// NewFactoryFromURLs is NewFactory over one NewPool per URL. A URL is
+// redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or a bare
+// host:port, read as redis://host:port (as the CLI's --nodes reads it).
+// The factory owns those pools and closes them in Close. Two URLs that
+// name the same server are refused: by their text here, and by the
+// server's identity at the first operation.
 func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
-	pools, closers, err := poolsFromURLs(urls)
+	full := make([]string, len(urls))
+	for i, u := range urls {
+		var err error
+		if full[i], err = nodeURL(u); err != nil {
+			return nil, err
+		}
+	}
+	pools, closers, err := poolsFromURLs(full)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +159,36 @@ func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
 	}
 	f.ownPools = closers
 	return f, nil
+}
+
+// nodeURL is the URL of a node as NewPool and NewFactoryFromURLs take
+// it: a URL with a scheme as it is, a bare [user:password@]host[:port][/db]
+// (no "://") with redis:// in front. A bare address whose host part is
+// not host or host:port is refused here, where "missing scheme" is the
+// likely mistake.
+func nodeURL(raw string) (string, error) {
+	if strings.Contains(raw, "://") {
+		return raw, nil
+	}
+	full := "redis://" + raw
+	u, err := url.Parse(full)
+	if err == nil && u.Host != "" && u.Opaque == "" && validHostPort(u.Host) {
+		return full, nil
+	}
+	return "", invalidArg("node address %q is neither host:port nor a redis:// or rediss:// URL", raw)
+}
+
+// validHostPort reports whether h is a host, a host:port or a bracketed
+// IPv6 address with or without a port.
+func validHostPort(h string) bool {
+	if !strings.Contains(h, ":") {
+		return true
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		return true
+	}
+	_, _, err := net.SplitHostPort(h)
+	return err == nil
 }
 
 // NewLock returns a Lock over the factory's nodes with the factory's
@@ -167,10 +207,10 @@ func (f *Factory) NewRLock(name string, opts ...Option) *RLock {
 // Do acquires the lock name (blocking, as Lock.Acquire), runs fn, and
 // releases the lock when fn returns or panics (the panic goes on). fn's
 // context is cancelled with cause ErrLockLost when the lock is lost while
-// fn runs; Do then returns an error matching ErrLockLost (joined with fn's
-// own error). Autoextension is on unless opts turn it off. With
-// WithFencing(true), FenceFrom(ctx) gives fn the holding's token. A failed
-// release is returned when fn succeeded.
+// fn runs; Do then returns an error matching ErrLockLost and fn's own
+// error, if any, with both on one line. Autoextension is on unless opts
+// turn it off. With WithFencing(true), FenceFrom(ctx) gives fn the
+// holding's token. A failed release is returned when fn succeeded.
 func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return invalidArg("Do of lock %q: fn is nil", name)
@@ -201,12 +241,14 @@ func (f *Factory) Do(ctx context.Context, name string, fn func(ctx context.Conte
 	lost := l.Err()
 	relErr := l.Release(ctx)
 	switch {
+	case lost != nil && fnErr != nil:
+		return wrapf("%w; fn returned: %w", lost, fnErr)
 	case lost != nil:
-		return errors.Join(fnErr, lost)
+		return lost
 	case fnErr != nil:
 		return fnErr
 	case relErr != nil:
-		return fmt.Errorf("release after Do: %w", relErr)
+		return wrapf("release after Do: %w", relErr)
 	}
 	return nil
 }
@@ -244,7 +286,7 @@ func (f *Factory) close() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // releaseAll ends the held holdings for Close and deletes their keys, in
@@ -290,7 +332,7 @@ func (f *Factory) releaseBatch(ks keySet, hs []*holding) []error {
 	for i, l := range ks.locks {
 		var err error
 		if t := ks.keyTally(&r, i); !t.reached(l.cfg.quorum) {
-			err = fmt.Errorf("lock %q: %w", l.name, t.failure("released", len(fan.nodes), l.cfg.quorum))
+			err = wrapf("lock %q: %w", l.name, t.failure("released", len(fan.nodes), l.cfg.quorum))
 			errs = append(errs, err)
 		}
 		l.obs.released(context.Background(), hs[i], true, err)

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -68,8 +69,9 @@ func defaultConfig() config {
 }
 
 // WithTTL sets how long the lock's keys live on each node. Default 120 s
-// (DefaultTTL). It must be positive and larger than the drift allowance,
-// and is rounded down to whole milliseconds.
+// (DefaultTTL). It is rounded down to whole milliseconds and must then be
+// above its own drift allowance, ttl*DriftFactor + 2 ms: at least 3 ms
+// with the default drift factor.
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithRetryTimes sets how many times TryAcquire retries after a failed
@@ -193,6 +195,22 @@ func (c config) apply(opts []Option) config {
 	return c
 }
 
+// minTTL is the least TTL that validate accepts with drift factor f in
+// [0, 1): the least whole number of milliseconds above its own drift
+// allowance, ttl*f + 2 ms (3 ms for the default 0.01).
+func minTTL(f float64) time.Duration {
+	bound := float64(driftFloor) / (1 - f)
+	if bound >= float64(math.MaxInt64/2) {
+		return math.MaxInt64 // f so close to 1 that no TTL is above its drift
+	}
+	c := config{driftFactor: f}
+	c.ttl = max(time.Duration(bound).Truncate(time.Millisecond)-time.Millisecond, time.Millisecond)
+	for c.ttl <= c.drift() {
+		c.ttl += time.Millisecond
+	}
+	return c.ttl
+}
+
 // drift is the clock-drift allowance subtracted from every validity.
 func (c *config) drift() time.Duration {
 	return time.Duration(float64(c.ttl)*c.driftFactor) + driftFloor
@@ -223,13 +241,11 @@ func (c *config) validate(nodes int) error {
 	if c.driftFactor < 0 || c.driftFactor >= 1 || c.driftFactor != c.driftFactor {
 		return invalidArg("drift factor %v is not in [0, 1)", c.driftFactor)
 	}
-	if c.ttl < time.Millisecond {
-		return invalidArg("ttl %v must be at least 1ms", c.ttl)
+	if least := minTTL(c.driftFactor); c.ttl.Truncate(time.Millisecond) < least {
+		return invalidArg("ttl %v is below %v, the least ttl above its own drift allowance (ttl*%v + 2ms)",
+			c.ttl, least, c.driftFactor)
 	}
 	c.ttl = c.ttl.Truncate(time.Millisecond)
-	if c.ttl <= c.drift() {
-		return invalidArg("ttl %v is not above the drift allowance %v", c.ttl, c.drift())
-	}
 	if c.retryTimes < 0 {
 		return invalidArg("retry times %d is negative", c.retryTimes)
 	}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -31,10 +30,15 @@ type Addresser interface {
 }
 
 // NewPool returns a redigo pool for one node given as a URL:
-// redis://[[user]:password@]host[:port][/db] or rediss:// for TLS. The URL is
-// checked at once; connections are dialled lazily. opts are passed to every
-// dial, after the options taken from the URL.
+// redis://[[user]:password@]host[:port][/db] or rediss:// for TLS; a bare
+// host:port means redis://host:port. The URL is checked at once;
+// connections are dialled lazily. opts are passed to every dial, after the
+// options taken from the URL.
 func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
+	rawURL, err := nodeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
 	addr, err := parseNodeURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -163,7 +167,7 @@ func InitRedisNodes(ctx context.Context, nodes []Pool) error {
 			errs = append(errs, &NodeError{Node: i, Addr: nodeAddr(p), Err: err})
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // loadScripts loads every lock script on one node.

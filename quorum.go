@@ -285,7 +285,7 @@ func (e *roundError) Error() string {
 	}
 	parts := make([]string, len(e.errs))
 	for i, err := range e.errs {
-		parts[i] = err.Error()
+		parts[i] = detailOf(err)
 	}
 	return e.msg + ": " + strings.Join(parts, "; ")
 }

@@ -77,7 +77,7 @@ func judgeAnyReply(v any) reply { return reply{ok: true, raw: v} }
 func judgeOK(v any) reply {
 	s, err := redis.String(v, nil)
 	if err == nil && s != "OK" {
-		err = fmt.Errorf("redlock: unexpected reply %q", s)
+		err = fmt.Errorf("unexpected reply %q", s)
 	}
 	return reply{ok: err == nil, err: err}
 }

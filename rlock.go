@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -103,7 +102,7 @@ func (r *RLock) enter(ctx context.Context, first func(context.Context) (time.Dur
 	}
 	held, times, err := r.lock.CheckTimes(ctx)
 	if !held {
-		return 0, fmt.Errorf("%w: nested Acquire of %q found the lock gone: %w", ErrLockLost, r.lock.name, errOr(err, ErrLockLost))
+		return 0, wrapf("%w: nested Acquire of %q found the lock gone: %w", ErrLockLost, r.lock.name, errOr(err, ErrLockLost))
 	}
 	r.count++
 	return quorumValidity(times, r.lock.cfg.quorum), nil

@@ -154,7 +154,7 @@ func goalsPlot(r *report) (p *plot.Plot, ok bool, err error) {
 	}
 	p = plot.New()
 	m := r.Machine
-	p.Title.Text = fmt.Sprintf("Round 2 goals: margin (1 = the limit, higher is better, capped at 3)\n%d CPUs, %s, %s; Redis %s; %s; load at the end %s",
+	p.Title.Text = fmt.Sprintf("Goals against rueidislock: margin (1 = the limit, higher is better, capped at 3)\n%d CPUs, %s, %s; Redis %s; %s; load at the end %s",
 		m.CPUs, m.CPUModel, m.OS, redisShort(m.Redis), m.Go, loadShort(m.LoadAvg))
 	p.Y.Label.Text = "margin to the goal"
 	bars, err := plotter.NewBarChart(vals, vg.Points(22))

@@ -273,7 +273,7 @@ func (r *report) printTables(w io.Writer) {
 	})
 	r.printDetect(w)
 	fmt.Fprintln(w, "\nGoals (redlock and redsync with default options; ours-goredis and ours-rueidis against redlock;")
-	fmt.Fprintln(w, "round 2, issue 15: redlock against rueidislock with KeyMajority 1, ratios the median of the rounds' ratios):")
+	fmt.Fprintln(w, "redlock against rueidislock with KeyMajority 1, ratios the median of the rounds' ratios):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| goal | metric | measured | goal | result |")
 	fmt.Fprintln(w, "|---|---|--:|--:|---|")

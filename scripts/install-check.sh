@@ -10,10 +10,23 @@
 # and outside any module or workspace, `go install …@latest` must resolve
 # that release, build without any replace directive, and the installed
 # binary must report the version from its build info.
+#
+# It prints one line saying what it simulates and one with the result; the
+# go command's output (its "go: downloading" lines) is shown only when a
+# step fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+echo "== install-check: a release of this tree, tagged in a throwaway git repository, and \`go install …/cmd/redlock@latest\` from it in an empty GOPATH"
+# quiet runs a step with its output in a log, shown if the step fails.
+quiet() {
+  "$@" >"$work/log" 2>&1 || {
+    cat "$work/log" >&2
+    echo "install-check: failed: $*" >&2
+    exit 1
+  }
+}
 
 mod=github.com/redlockplus/redlock
 version="$(awk -v m="$mod" '$1 == m { print $2 }' "$root/cmd/redlock/go.mod")"
@@ -39,7 +52,7 @@ cat >"$work/gitconfig" <<CONF
 [url "file://$work/repo"]
 	insteadOf = https://$mod
 CONF
-GIT_CONFIG_GLOBAL="$work/gitconfig" GOWORK=off GOFLAGS=-modcacherw \
+quiet env GIT_CONFIG_GLOBAL="$work/gitconfig" GOWORK=off GOFLAGS=-modcacherw \
   GOMODCACHE="$work/publish" GOPROXY=direct GOPRIVATE="$mod" \
   go mod download "$mod@$version" "$mod/otel@$version" "$mod/cmd/redlock@$version"
 
@@ -50,7 +63,7 @@ export GOMODCACHE="$work/gopath/pkg/mod"
 export GOPROXY="file://$work/publish/cache/download,file://$cache,$upstream"
 export GONOSUMDB="$mod"
 cd "$work"
-go install "$mod/cmd/redlock@latest"
+quiet go install "$mod/cmd/redlock@latest"
 got="$("$work/bin/redlock" --version)"
 echo "install-check: go install $mod/cmd/redlock@latest; redlock --version: $got"
 case "$got" in

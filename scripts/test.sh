@@ -2,14 +2,29 @@
 # The test command. Installs what the tests need when it is missing
 # (redis-server, redis-tools and redis-sentinel with apt, as root or through
 # sudo; staticcheck with go install), then, for every module of go.work
-# (root, redlocktest, failover, otel, cmd/redlock, bench, sdltest): gofmt, go vet,
-# staticcheck and its tests under the race detector, each package's
-# TestMain checking for leaked goroutines. Before the tests it checks that
-# the root module gained no dependency (scripts/deps-check.sh), that every
-# go.mod of the tree is in go.work and that each module requires the
-# versions the workspace builds it with; after them, that
+# (root, redlocktest, failover, otel, cmd/redlock, bench, sdltest, ...):
+# gofmt, go vet, staticcheck and its tests under the race detector, each
+# package's TestMain checking for leaked goroutines. Before the tests it
+# checks that the root module gained no dependency (scripts/deps-check.sh),
+# that every go.mod of the tree is in go.work and that each module requires
+# the versions the workspace builds it with; after them, that
 # `go install …/cmd/redlock@latest` works on a simulated release
-# (scripts/install-check.sh). Arguments go to every `go test`.
+# (scripts/install-check.sh).
+#
+# Output: an "ok" line per package, the whole output of every failed test,
+# one line per scenario of the failover suite as it ends, and last
+#
+#	test.sh: 9 modules, 52 packages, 1234 passed, 0 failed, 7 skipped in 8m12s
+#
+# (tests and subtests counted alike). It exits non-zero when anything
+# failed; every module is tested first.
+#
+#	bash scripts/test.sh           everything, as CI runs it (.ci/run)
+#	bash scripts/test.sh --quick   the root module only: vet and its tests
+#	TEST_MODULES="otel cmd/redlock" bash scripts/test.sh
+#	                               the checks, then those modules only
+#
+# Other arguments go to every `go test` (e.g. -run TestX, -short).
 #
 # The failover suite uses Docker when an engine answers (it builds its Redis
 # image from the local redis-server, no registry needed) and local processes
@@ -17,6 +32,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 staticcheck_version=v0.8.2
+start=$SECONDS
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+  quick=1
+  shift
+fi
 
 need_pkgs=()
 command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server redis-tools)
@@ -29,21 +50,50 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 staticcheck="$(go env GOPATH)/bin/staticcheck"
-if ! "$staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
+if [ "$quick" -eq 0 ] && ! "$staticcheck" -version 2>/dev/null | grep -q "${staticcheck_version#v}"; then
   echo "installing staticcheck $staticcheck_version"
   GOWORK=off GOFLAGS= go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 fi
 
 # The failover suite prefers Docker; start the engine if it is installed but
 # not running (the suite falls back to local processes otherwise).
-if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
+if [ "$quick" -eq 0 ] && command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
   (service docker start || true) >/dev/null 2>&1
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# testreport turns `go test -json` into the output described above.
+go build -o "$work/testreport" ./internal/testreport
+summary() {
+  "$work/testreport" -summary "$work/counts" -modules "$1" -elapsed "$((SECONDS - start))s"
+}
+
+label() { [ "$1" = "$PWD" ] && echo "root module" || echo "${1#"$PWD"/}"; }
+
+# test_module DIR [go test flags]: the tests of one module, reported;
+# a failure is remembered, and the next module runs.
+failed=0
+test_module() {
+  local dir="$1" progress=""
+  shift
+  # The failover suite runs for minutes: one line per scenario as it ends.
+  case "$dir" in */failover) progress="-progress" ;; esac
+  echo "== test: $(label "$dir")"
+  (cd "$dir" && go test -json "$@" ./...) | "$work/testreport" ${progress:+"$progress"} -state "$work/counts" || failed=1
+}
+
+if [ "$quick" -eq 1 ]; then
+  echo "== vet: root module"
+  go vet ./...
+  test_module "$PWD" -race -count=1 -timeout 15m "$@"
+  summary 1 || failed=1
+  exit "$failed"
 fi
 
 bash scripts/deps-check.sh
 
 modules="$(go list -m -f '{{.Dir}}')"
-label() { [ "$1" = "$PWD" ] && echo "root module" || echo "${1#"$PWD"/}"; }
 for gomod in $(find "$PWD" -name go.mod -not -path '*/testdata/*'); do
   grep -qxF "$(dirname "$gomod")" <<<"$modules" ||
     { echo "test.sh: $(dirname "$gomod") has a go.mod but is not in go.work" >&2; exit 1; }
@@ -67,19 +117,37 @@ done
 
 unformatted="$(gofmt -l .)"
 [ -z "$unformatted" ] || { echo "test.sh: not gofmt'ed: $unformatted" >&2; exit 1; }
+
+# TEST_MODULES narrows the vet and tests to some modules, named by their
+# directory ("." for the root module); the install check then is skipped.
+if [ -n "${TEST_MODULES:-}" ]; then
+  chosen=""
+  for m in $TEST_MODULES; do
+    dir="$(cd "$m" 2>/dev/null && pwd)" && grep -qxF "$dir" <<<"$modules" ||
+      { echo "test.sh: TEST_MODULES: $m is not a module of go.work" >&2; exit 1; }
+    chosen+="$dir"$'\n'
+  done
+  modules="$chosen"
+fi
+
+count=0
 for dir in $modules; do
   echo "== vet and staticcheck: $(label "$dir")"
   (cd "$dir" && go vet ./... && "$staticcheck" ./...)
+  count=$((count + 1))
 done
 
 for dir in $modules; do
-  echo "== test: $(label "$dir")"
   case "$dir" in
   # The benchmark tool's tests run it briefly; the race detector would make
   # its figures and its time limits meaningless.
-  */bench) (cd "$dir" && go test -count=1 -timeout 5m "$@" ./...) ;;
-  *) (cd "$dir" && go test -race -count=1 -timeout 15m "$@" ./...) ;;
+  */bench) test_module "$dir" -count=1 -timeout 5m "$@" ;;
+  *) test_module "$dir" -race -count=1 -timeout 15m "$@" ;;
   esac
 done
 
-bash scripts/install-check.sh
+if [ -z "${TEST_MODULES:-}" ]; then
+  bash scripts/install-check.sh || failed=1
+fi
+summary "$count" || failed=1
+exit "$failed"

@@ -13,7 +13,7 @@
 //
 // # Commands
 //
-//	redlock run [--ttl 30s] [--wait 10s | --wait forever | --no-wait] [--kill-grace 10s] [--permits N] [--metrics-addr :9464] NAME -- CMD [ARGS...]
+//	redlock run [--ttl 30s] [--wait forever | --wait 1m | --no-wait] [--kill-grace 10s] [--permits N] [--metrics-addr :9464] NAME -- CMD [ARGS...]
 //	redlock elect [--wait forever] [--kill-grace 10s] NAME --value V -- CMD [ARGS...]
 //	redlock status [--json] NAME
 //	redlock dev [--nodes 3] [--port 7380]
@@ -22,12 +22,15 @@
 //	redlock bench [--duration 1s] [--json]
 //	redlock completion bash|zsh|fish|powershell
 //
-// run acquires NAME, runs CMD while the lock is extended in the background
-// (at 3/4 of its validity), and releases it when CMD exits. stdin, stdout
+// run acquires NAME, waiting without limit by default as flock(1) does
+// (--wait D and --no-wait bound the wait), runs CMD while the lock is
+// extended in the background (at 3/4 of its validity), and releases it
+// when CMD exits. stdin, stdout
 // and stderr pass straight through and CMD's exit code is redlock's. CMD
 // runs in its own process group: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
-// to redlock are forwarded to the group, and when the lock is lost the
-// group gets SIGTERM, then SIGKILL after --kill-grace. In the foreground of
+// to redlock are forwarded to the group, and when the lock is lost (heard
+// within a round trip of its keys vanishing from a quorum) the group gets
+// SIGTERM, then SIGKILL after --kill-grace. In the foreground of
 // a terminal the group is made the terminal's foreground group, so CMD can
 // read the terminal and gets Ctrl-C directly; a CMD stopped with Ctrl-Z is
 // resumed at once, since its lock would keep running out. On Linux CMD gets

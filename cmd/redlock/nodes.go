@@ -122,15 +122,32 @@ type cluster struct {
 	factory *redlock.Factory
 }
 
-// openCluster makes a factory over urls with opts, and one pool per URL
-// for the reachability checks. It contacts no node. The node list is
-// checked by the library itself (redlock.NewFactoryFromURLs): URL syntax,
-// repeated URLs, at least 3 nodes, and the options.
+// openCluster makes a factory for one-shot commands (status, bench, the
+// demo's checks) over urls with opts, and one pool per URL for the
+// reachability checks. It contacts no node. The node list is checked by
+// the library itself (redlock.NewFactoryFromURLs): URL syntax, repeated
+// URLs, at least 3 nodes, and the options. One-shot commands gain nothing
+// from pipelining and hold no lock to watch, so their factory borrows a
+// pool connection per command.
 func openCluster(urls []string, opts ...redlock.Option) (*cluster, error) {
-	// One-shot commands gain nothing from pipelining, and with it a
-	// release decided at quorum may leave its last node's DEL queued when
-	// the factory closes: on the pool path Close waits for every node.
-	opts = append([]redlock.Option{redlock.WithPipelining(false)}, opts...)
+	return newCluster(urls, append([]redlock.Option{redlock.WithPipelining(false)}, opts...))
+}
+
+// openHoldingCluster is openCluster for the commands that hold a lock
+// while a child runs (run, run --permits, elect): their factory keeps the
+// library's defaults, pipelining and loss detection, so that a lock whose
+// keys vanish from a quorum ends within a round trip and the child is
+// stopped then, not at the next extension. A release decided at quorum
+// leaves no delete queued at exit: the pipelined Factory.Close writes what
+// was sent and waits for the replies, so the key is gone from every node,
+// the slow ones included, before redlock exits
+// (TestRunReleaseReachesSlowNode).
+func openHoldingCluster(urls []string, opts ...redlock.Option) (*cluster, error) {
+	return newCluster(urls, opts)
+}
+
+// newCluster is openCluster with the factory options as given.
+func newCluster(urls []string, opts []redlock.Option) (*cluster, error) {
 	f, err := redlock.NewFactoryFromURLs(urls, opts...)
 	if err != nil {
 		return nil, classify(err)

@@ -64,13 +64,19 @@ type runCmd struct {
 }
 
 func newRunCmd() *cobra.Command {
-	r := &runCmd{wait: waitValue{d: 10 * time.Second}}
+	r := &runCmd{wait: waitValue{forever: true}}
 	cmd := &cobra.Command{
 		Use:   "run [flags] NAME -- CMD [ARGS...]",
 		Short: "Run a command while holding a lock (or one of N permits)",
 		Long: `Acquire the lock NAME, run CMD while extending the lock in the background,
 and release the lock when CMD exits. stdin, stdout and stderr pass straight
 through, and redlock exits with CMD's exit code.
+
+By default run waits for the lock without limit, as flock(1), 'consul lock'
+and 'etcdctl lock' do. --wait D gives up after D and --no-wait after one
+attempt (like flock -w and flock -n), both with exit 75. Under -v, or when
+stderr is a terminal, a run that has to wait says once who holds the lock
+and how long that holding has left, and then when it got the lock.
 
 With --permits N, NAME is a semaphore of N permits: CMD runs once fewer
 than N copies hold one, so at most N copies run at once (all copies must
@@ -79,14 +85,16 @@ give the same N). CMD also sees REDLOCK_PERMIT, the permit it holds
 
 CMD runs in its own process group. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
 to redlock are forwarded to that group; the lock is released once CMD has
-exited. If the lock is lost while CMD runs (its keys vanished, or a quorum
-of nodes could not be reached before its validity ran out), the group gets
-SIGTERM, then SIGKILL after --kill-grace. CMD sees REDLOCK_NAME and
-REDLOCK_TOKEN in its environment. With --fencing it also sees REDLOCK_FENCE,
-a fencing token larger than that of every earlier holder of NAME: pass it
-to the resource CMD writes to, which refuses a token below one it has seen,
-so that a CMD that outlived its lock (a paused host) cannot overwrite the
-work of the next holder.
+exited. If the lock is lost while CMD runs (its keys vanished from a quorum
+of nodes, which redlock hears within a round trip, or a quorum could not be
+reached before its validity ran out), the group gets SIGTERM at once, then
+SIGKILL after --kill-grace.
+
+CMD sees REDLOCK_NAME and REDLOCK_TOKEN in its environment. With --fencing
+it also sees REDLOCK_FENCE, a fencing token larger than that of every
+earlier holder of NAME: pass it to the resource CMD writes to, which
+refuses a token below one it has seen, so that a CMD that outlived its
+lock (a paused host) cannot overwrite the work of the next holder.
 
 Exit codes:
   CMD's own   CMD exited (128+n if signal n killed it)
@@ -132,10 +140,10 @@ Exit codes:
 	r.nodes = addNodeFlags(cmd)
 	r.lock = addLockFlags(cmd, 30*time.Second)
 	f := cmd.Flags()
-	f.Var(&r.wait, "wait", `how long to wait for the lock: a duration or "forever"`)
+	f.Var(&r.wait, "wait", `how long to wait for the lock: a duration, or "forever" (no limit, as flock)`)
 	f.BoolVar(&r.noWait, "no-wait", false, "make one attempt and give up (exit 75) if the lock is held")
 	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
-	f.BoolVarP(&r.verbose, "verbose", "v", false, "report acquisition, forwarded signals and release on stderr")
+	f.BoolVarP(&r.verbose, "verbose", "v", false, "report waiting, acquisition, forwarded signals and release on stderr")
 	f.IntVar(&r.permits, "permits", 0, "hold one of N permits of the semaphore NAME instead of the lock NAME")
 	f.BoolVar(&r.fencing, "fencing", false, "mint a fencing token and export it to CMD as REDLOCK_FENCE")
 	addMetricsFlag(cmd, &r.metrics)
@@ -206,7 +214,7 @@ func (r *runCmd) connect(ctx context.Context, opts ...redlock.Option) (*cluster,
 	if urls == nil {
 		return nil, noNodesError()
 	}
-	c, err := openCluster(urls, append(r.lock.options(), opts...)...)
+	c, err := openHoldingCluster(urls, append(r.lock.options(), opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -246,25 +254,134 @@ func (r *runCmd) acquire(ctx context.Context, c *cluster, name string, sigs <-ch
 		err      error
 	}
 	res := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		v, err := try(actx)
 		res <- result{v, err}
 	}()
+	var notice <-chan string
+	if !r.noWait {
+		notice = r.waitNotice(actx, func(ictx context.Context) string { return r.heldBy(ictx, c, name) })
+	}
 	var got result
-	select {
-	case got = <-res:
-	case sig := <-sigs:
-		cancel()
-		if got = <-res; got.err == nil {
-			r.release(lock)
+	waited := false
+	for done := false; !done; {
+		select {
+		case got = <-res:
+			done = true
+		case line := <-notice:
+			notice, waited = nil, true
+			fmt.Fprintf(r.stderr, "redlock: %s\n", line)
+		case sig := <-sigs:
+			cancel()
+			if got = <-res; got.err == nil {
+				r.release(lock)
+			}
+			return nil, silentExit{code: exitSignalBase + int(sig.(syscall.Signal))}
 		}
-		return nil, silentExit{code: exitSignalBase + int(sig.(syscall.Signal))}
 	}
 	if got.err != nil {
 		return nil, r.notAcquired(ctx, c, name, got.err)
 	}
-	r.logf("acquired %q (validity %v, token %s)", name, got.validity.Round(time.Millisecond), lock.Token())
+	after := ""
+	if waited {
+		after = " after " + time.Since(start).Round(time.Millisecond).String()
+	}
+	switch {
+	case r.verbose:
+		r.logf("acquired %q%s (validity %v, token %s)", name, after, got.validity.Round(time.Millisecond), lock.Token())
+	case waited:
+		fmt.Fprintf(r.stderr, "redlock: acquired %q%s\n", name, after)
+	}
 	return lock, nil
+}
+
+// noticeAfter is how long an acquisition may take before redlock says
+// that it waits: a free lock is acquired well within it, so only real
+// waits are reported.
+const noticeAfter = 200 * time.Millisecond
+
+// reportsWaits says whether a wait for the lock is announced: under -v,
+// or when stderr is a terminal (someone is watching).
+func (r *runCmd) reportsWaits() bool { return r.verbose || isTerminal(r.stderr) }
+
+// waitNotice returns a channel that yields, once the acquisition has been
+// waiting for noticeAfter, the line that says what it waits for (describe
+// reads the holder, bounded by its context); nil when waits are not
+// reported. Its goroutine ends with ctx.
+func (r *runCmd) waitNotice(ctx context.Context, describe func(context.Context) string) <-chan string {
+	if !r.reportsWaits() {
+		return nil
+	}
+	ch := make(chan string, 1)
+	go func() {
+		t := time.NewTimer(noticeAfter)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ictx, cancel := context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+		line := describe(ictx)
+		if ctx.Err() == nil {
+			ch <- line
+		}
+	}()
+	return ch
+}
+
+// forWhat is how long the acquisition waits, for messages: "up to 10s"
+// or "without limit".
+func (w *waitValue) forWhat() string {
+	if w.forever {
+		return "without limit"
+	}
+	return "up to " + w.d.String()
+}
+
+// heldBy is the line of a run that waits for the lock name (or a permit
+// of the semaphore name): who holds it and how long the holding has left.
+func (r *runCmd) heldBy(ctx context.Context, c *cluster, name string) string {
+	if r.permits > 0 {
+		return r.permitsHeldBy(ctx, c, name)
+	}
+	head := fmt.Sprintf("waiting %s for lock %q", r.wait.forWhat(), name)
+	in, err := c.factory.Inspect(ctx, name)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s; its holder is unknown: %s", head, cause(err))
+	case in.Held():
+		return fmt.Sprintf("%s, held by another client (token %s, %v left unless extended)",
+			head, shortToken(in.Holder), in.HolderTTL.Round(100*time.Millisecond))
+	}
+	return head + ", which no client holds on a quorum now (contenders split the vote, or nodes do not answer)"
+}
+
+// permitsHeldBy is heldBy for a semaphore: how many permits are held and
+// when the first of them expires.
+func (r *runCmd) permitsHeldBy(ctx context.Context, c *cluster, name string) string {
+	head := fmt.Sprintf("waiting %s for a permit of semaphore %q", r.wait.forWhat(), name)
+	held, soonest := 0, time.Duration(0)
+	for i := range r.permits {
+		// The slots are the keys NAME:permit:I (Semaphore.Name).
+		in, err := c.factory.Inspect(ctx, name+":permit:"+strconv.Itoa(i))
+		if err != nil {
+			return fmt.Sprintf("%s; its holders are unknown: %s", head, cause(err))
+		}
+		if in.Held() {
+			held++
+			if soonest == 0 || in.HolderTTL < soonest {
+				soonest = in.HolderTTL
+			}
+		}
+	}
+	if held == 0 {
+		return head + ", of which no client holds one on a quorum now (contenders split the vote, or nodes do not answer)"
+	}
+	return fmt.Sprintf("%s: %d of %d permits held by other clients, the first frees in %v unless extended",
+		head, held, r.permits, soonest.Round(100*time.Millisecond))
 }
 
 // newHolder is the lock NAME, or with --permits a permit of the semaphore

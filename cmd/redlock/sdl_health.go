@@ -165,11 +165,46 @@ func printHealth(out io.Writer, h sdlstore.Health) {
 		}
 		_ = tw.Flush()
 	}
+	fmt.Fprintf(out, "\n%s\n", healthSummary(h))
+}
+
+// healthSummary is the last line of the report: the verdict, how many
+// instances and sentinels are healthy, and what the node count asks of
+// each instance, e.g. "healthy: 3 of 3 instances healthy; each should
+// have 1 node, a master and no replica (--node-count, DBAAS_NODE_COUNT)".
+func healthSummary(h sdlstore.Health) string {
 	verdict := "healthy"
 	if !h.Healthy() {
 		verdict = "UNHEALTHY"
 	}
-	fmt.Fprintf(out, "\n%s (node count %d)\n", verdict, h.NodeCount)
+	ok := 0
+	for _, in := range h.Instances {
+		if in.Healthy {
+			ok++
+		}
+	}
+	line := fmt.Sprintf("%s: %d of %d instances healthy", verdict, ok, len(h.Instances))
+	if len(h.Sentinels) > 0 {
+		ok = 0
+		for _, s := range h.Sentinels {
+			if s.Healthy {
+				ok++
+			}
+		}
+		line += fmt.Sprintf(", %d of %d sentinels", ok, len(h.Sentinels))
+	}
+	nodes, replicas := "1 node", "no replica"
+	if h.NodeCount != 1 {
+		nodes = fmt.Sprintf("%d nodes", h.NodeCount)
+	}
+	switch h.NodeCount - 1 {
+	case 0:
+	case 1:
+		replicas = "1 replica online"
+	default:
+		replicas = fmt.Sprintf("%d replicas online", h.NodeCount-1)
+	}
+	return fmt.Sprintf("%s; each should have %s, a master and %s (--node-count, %s)", line, nodes, replicas, sdlstore.EnvNodeCount)
 }
 
 // ratio shows "have/want", or "-" for a server that did not answer.

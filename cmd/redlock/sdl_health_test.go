@@ -23,7 +23,7 @@ func TestSDLHealthcheck(t *testing.T) {
 	}
 	r := hc(nil)
 	if r.code != 0 || strings.Count(r.stdout, " healthy\n") != 2 || !strings.Contains(r.stdout, c.Nodes[1].Addr()+"  master") ||
-		!strings.HasSuffix(r.stdout, "\nhealthy (node count 1)\n") {
+		!strings.HasSuffix(r.stdout, "\nhealthy: 2 of 2 instances healthy; each should have 1 node, a master and no replica (--node-count, DBAAS_NODE_COUNT)\n") {
 		t.Fatalf("healthcheck: exit %d, stdout:\n%s\nstderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = hc(nil, "--json")
@@ -33,7 +33,8 @@ func TestSDLHealthcheck(t *testing.T) {
 		t.Fatalf("healthcheck --json: exit %d, %v, %+v", r.code, err, h)
 	}
 	r = hc(nil, "--node-count", "2")
-	if r.code != exitFailure || !strings.Contains(r.stdout, "unhealthy: 0 of 1 replicas online") || !strings.Contains(r.stderr, "instance 0 (0 of 1 replicas online)") {
+	if r.code != exitFailure || !strings.Contains(r.stdout, "unhealthy: 0 of 1 replicas online") || !strings.Contains(r.stderr, "instance 0 (0 of 1 replicas online)") ||
+		!strings.HasSuffix(r.stdout, "\nUNHEALTHY: 0 of 2 instances healthy; each should have 2 nodes, a master and 1 replica online (--node-count, DBAAS_NODE_COUNT)\n") {
 		t.Fatalf("healthcheck --node-count 2: exit %d, stdout:\n%s\nstderr %q", r.code, r.stdout, r.stderr)
 	}
 	if r = hc([]string{"DBAAS_NODE_COUNT=2"}); r.code != exitFailure {

@@ -12,12 +12,10 @@ import (
 type style struct{ on bool }
 
 func newStyle(w io.Writer) style {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return style{}
 	}
-	fi, err := f.Stat()
-	return style{on: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	return style{on: isTerminal(w)}
 }
 
 func (s style) wrap(code, text string) string {
@@ -72,4 +70,14 @@ func writeTable(w io.Writer, indent string, rows [][]cell) {
 		}
 		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
 	}
+}
+
+// isTerminal reports whether w is a terminal, whatever NO_COLOR says.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
