@@ -3,10 +3,7 @@ package redlock
 import (
 	"context"
 	"io"
-	"net"
-	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -159,36 +156,6 @@ func NewFactoryFromURLs(urls []string, opts ...Option) (*Factory, error) {
 	}
 	f.ownPools = closers
 	return f, nil
-}
-
-// nodeURL is the URL of a node as NewPool and NewFactoryFromURLs take
-// it: a URL with a scheme as it is, a bare [user:password@]host[:port][/db]
-// (no "://") with redis:// in front. A bare address whose host part is
-// not host or host:port is refused here, where "missing scheme" is the
-// likely mistake.
-func nodeURL(raw string) (string, error) {
-	if strings.Contains(raw, "://") {
-		return raw, nil
-	}
-	full := "redis://" + raw
-	u, err := url.Parse(full)
-	if err == nil && u.Host != "" && u.Opaque == "" && validHostPort(u.Host) {
-		return full, nil
-	}
-	return "", invalidArg("node address %q is neither host:port nor a redis:// or rediss:// URL", raw)
-}
-
-// validHostPort reports whether h is a host, a host:port or a bracketed
-// IPv6 address with or without a port.
-func validHostPort(h string) bool {
-	if !strings.Contains(h, ":") {
-		return true
-	}
-	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
-		return true
-	}
-	_, _, err := net.SplitHostPort(h)
-	return err == nil
 }
 
 // NewLock returns a Lock over the factory's nodes with the factory's
