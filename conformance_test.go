@@ -3,7 +3,7 @@ package redlock_test
 import (
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
 )
 
 // TestConformance holds the redigo pools to the suite that the go-redis and

@@ -16,9 +16,9 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/conformance"
-	"github.com/redlockplus/redlock/internal/leakcheck"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestObserverEveryPrimitive: every primitive reports to the observer the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/fenceclock"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // fenceOn reads the fence key of lock name on node i (0 when absent).

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
 )
 
 // TestBadKeyDoesNotPoisonExtensionBatch batches the extension of many

@@ -11,9 +11,9 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/faultpool"
-	"github.com/redlockplus/redlock/internal/leakcheck"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/faultpool"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/conformance"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestPubSubNode: a factory over PubSubNodes of another client is woken by

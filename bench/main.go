@@ -36,7 +36,7 @@ import (
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/benchkit"
-	"github.com/redlockplus/redlock/internal/delayproxy"
+	"github.com/redlockplus/redlock/internal/testkit/delayproxy"
 )
 
 // slowRTT is what the delay proxy of W4 adds to every round trip.

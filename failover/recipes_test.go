@@ -13,7 +13,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/faultpool"
+	"github.com/redlockplus/redlock/internal/testkit/faultpool"
 )
 
 // The coordination recipes of issue 11 under faults: one scenario per

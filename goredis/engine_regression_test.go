@@ -6,7 +6,7 @@ package redlockgoredis_test
 import (
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
 )
 
 // TestObserverEveryPrimitive: every primitive reports to the observer the

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redlockplus/redlock"
 	redlockgoredis "github.com/redlockplus/redlock/goredis"
-	"github.com/redlockplus/redlock/internal/conformance"
-	"github.com/redlockplus/redlock/internal/leakcheck"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // exampleAddrs are the nodes of the runnable examples.

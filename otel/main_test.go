@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockplus/redlock/internal/leakcheck"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // nodeURLs are the redis:// URLs of the three redis-server nodes the

@@ -8,9 +8,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/conformance"
-	"github.com/redlockplus/redlock/internal/leakcheck"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 	redlockrueidis "github.com/redlockplus/redlock/rueidis"
 )
 

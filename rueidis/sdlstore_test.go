@@ -3,7 +3,7 @@ package redlockrueidis_test
 import (
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/sdlsuite"
+	"github.com/redlockplus/redlock/internal/testkit/sdlsuite"
 )
 
 // TestSDLStore runs sdlstore's suite on a Store made by

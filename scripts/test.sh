@@ -64,7 +64,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # testreport turns `go test -json` into the output described above.
-go build -o "$work/testreport" ./internal/testreport
+go build -o "$work/testreport" ./internal/testkit/testreport
 summary() {
   "$work/testreport" -summary "$work/counts" -modules "$1" -elapsed "$((SECONDS - start))s"
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
-	"github.com/redlockplus/redlock/internal/sdlsuite"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 	"github.com/redlockplus/redlock/sdlstore"
 )
 

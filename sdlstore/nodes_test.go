@@ -3,8 +3,8 @@ package sdlstore_test
 import (
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/conformance"
-	"github.com/redlockplus/redlock/internal/sdlsuite"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
+	"github.com/redlockplus/redlock/internal/testkit/sdlsuite"
 )
 
 // TestSuiteNodes runs the suite on stores made by NewFromNodes over

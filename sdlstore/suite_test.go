@@ -3,7 +3,7 @@ package sdlstore_test
 import (
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/sdlsuite"
+	"github.com/redlockplus/redlock/internal/testkit/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestBenchEmbedded runs the short benchmark on embedded nodes: it must

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 var verifiedLine = regexp.MustCompile(`^  ✓ no overlaps, counter = (\d+)$`)

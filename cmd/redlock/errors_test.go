@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestErrors checks every error a user can make or meet: one line on

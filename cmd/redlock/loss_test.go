@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/delayproxy"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/delayproxy"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // lossNoticeBound is how soon after its keys vanish from a quorum the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // freeAddr returns a loopback address with a port free a moment ago.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // holdLock acquires name on the cluster from the test, as another client,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 	"github.com/redlockplus/redlock/sdlstore"
 )
 

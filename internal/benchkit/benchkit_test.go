@@ -9,8 +9,8 @@ import (
 
 	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/benchkit"
-	"github.com/redlockplus/redlock/internal/leakcheck"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock/internal/fenceclock"
-	"github.com/redlockplus/redlock/internal/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"github.com/redlockplus/redlock/internal/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
 	"github.com/redlockplus/redlock/internal/pipeline"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m, nil) }

@@ -3,7 +3,7 @@ package pubsub_test
 import (
 	"testing"
 
-	"github.com/redlockplus/redlock/internal/leakcheck"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
 )
 
 // TestMain fails the package when a test leaves a goroutine running: every

@@ -10,7 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock/internal/pubsub"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // otherConn is a pubsub.Conn as another client would give one: a real

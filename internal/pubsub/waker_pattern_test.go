@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock/internal/pubsub"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // wakerModel is the shape the lock factory's waker takes on this package:

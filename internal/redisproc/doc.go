@@ -1,5 +1,5 @@
 // Package redisproc is the one way this repository's tests start a real
-// redis-server process: internal/redistest (the module's own tests) and
+// redis-server process: internal/testkit/redistest (the module's own tests) and
 // redlocktest's process backend both use it.
 //
 // A node never gets a fixed port. Start picks a port no other node of this

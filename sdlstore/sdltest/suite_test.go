@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/redlockplus/redlock/internal/sdlsuite"
+	"github.com/redlockplus/redlock/internal/testkit/sdlsuite"
 	"github.com/redlockplus/redlock/sdlstore"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // MultiLockSplitVote is the split-vote check of a batching client (the

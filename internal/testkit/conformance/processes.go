@@ -14,7 +14,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // Mutual exclusion across processes: the test binary runs again as child

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redlockplus/redlock"
-	"github.com/redlockplus/redlock/internal/redistest"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // ObserverEveryPrimitive checks that every primitive (Lock, RLock,
