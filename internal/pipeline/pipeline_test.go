@@ -11,8 +11,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
 	"github.com/redlockplus/redlock/internal/pipeline"
+	"github.com/redlockplus/redlock/internal/testkit/leakcheck"
 	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
