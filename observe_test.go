@@ -173,9 +173,15 @@ func TestObserverEvents(t *testing.T) {
 			if _, _, err := a.CheckTimes(ctx); !errors.Is(err, redlock.ErrLockLost) {
 				t.Fatalf("CheckTimes after the keys vanished: %v", err)
 			}
-			ev = rec.take()
-			if len(ev.losses) != 1 || ev.losses[0].Cause != cause || !errors.Is(ev.losses[0].Err, redlock.ErrLockLost) {
-				t.Fatalf("loss events %+v, want one %v", ev.losses, cause)
+			// Lost is called just after Done closes, in the goroutine that
+			// found the loss: wait for it.
+			var losses []redlock.LossEvent
+			waitFor(t, 5*time.Second, "the loss event", func() bool {
+				losses = append(losses, rec.take().losses...)
+				return len(losses) > 0
+			})
+			if len(losses) != 1 || losses[0].Cause != cause || !errors.Is(losses[0].Err, redlock.ErrLockLost) {
+				t.Fatalf("loss events %+v, want one %v", losses, cause)
 			}
 			if err := a.Release(ctx); !errors.Is(err, redlock.ErrLockLost) || len(rec.take().releases) != 0 {
 				t.Fatalf("release of a lost lock: %v; it must report no release", err)
