@@ -21,7 +21,7 @@ type contender interface {
 	// try makes one attempt and, when it wins, starts the holding.
 	try(ctx context.Context) (time.Duration, tally, error)
 	// waitFor lists the locks whose announced release wakes a blocked
-	// Acquire.
+	// Acquire; nil: the lead's alone.
 	waitFor() []*Lock
 	// keyTTL: the lead key's PTTL says when the primitive may be free.
 	keyTTL() bool

@@ -17,11 +17,10 @@ type command struct {
 	// its wait: a SET must finish so that its fate is known, and a delete
 	// must reach slow nodes too.
 	detached bool
-	// deletes marks a delete that must happen: the script deletes KEYS[i]
-	// when it holds ARGV[i], and a node that fails it hands those deletes
-	// to its cleaner. The keys live until then at most.
-	deletes bool
-	until   time.Time
+	// deleteTTL, when positive, marks a delete that must happen: the script
+	// deletes KEYS[i] when it holds ARGV[i], and a node that fails it hands
+	// those deletes to its cleaner, for the keys' TTL at most.
+	deleteTTL time.Duration
 }
 
 // cmd builds a command of script s over keys with args.
@@ -42,20 +41,21 @@ func (cmd *command) detach() *command {
 	return cmd
 }
 
-// mustDelete marks cmd, a delete script, as a delete that must happen;
-// its keys live ttl at most from now. See command.deletes.
+// mustDelete marks cmd, a delete script of keys that live ttl at most, as
+// a delete that must happen; see command.deleteTTL.
 func (cmd *command) mustDelete(ttl time.Duration) *command {
-	cmd.deletes, cmd.until = true, time.Now().Add(ttl)
+	cmd.deleteTTL = ttl
 	return cmd.detach()
 }
 
 // discards are the deletes of a delete command, for a cleaner.
 func (cmd *command) discards() []discard {
 	keys, tokens := cmd.scriptKeys(nil)
+	until := time.Now().Add(cmd.deleteTTL) // later than the keys can live: safe
 	out := make([]discard, len(keys))
 	for i, k := range keys {
 		token, _ := tokens[i].(string)
-		out[i] = discard{key: k, token: token, until: cmd.until}
+		out[i] = discard{key: k, token: token, until: until}
 	}
 	return out
 }

@@ -93,7 +93,7 @@ func fenceWindow(ttl time.Duration) int64 {
 // that still holds h's token: the token counts once a quorum committed it
 // within the validity. The new validity is returned; on failure the error
 // matches ErrFenceNotCommitted and the caller discards the attempt.
-func (l *Lock) commitFence(ctx context.Context, h *holding, r *round, validity time.Duration) (time.Duration, error) {
+func (l *Lock) commitFence(ctx context.Context, h *holding, r round, validity time.Duration) (time.Duration, error) {
 	proposed := h.fence
 	h.fence = 0
 	var t int64

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,11 +15,27 @@ import (
 type keySet struct {
 	locks []*Lock   // one per key; locks[0] leads: its configuration and round
 	obs   *observer // the primitive's; nil: nobody listens
-	name  string    // the primitive's, for messages
 }
 
 // lockKeys is the key set of one lock.
-func lockKeys(l *Lock) keySet { return keySet{locks: []*Lock{l}, obs: l.obs, name: l.name} }
+func lockKeys(l *Lock) keySet { return keySet{locks: []*Lock{l}, obs: l.obs} }
+
+// name is the primitive's name, for messages and the observer. (A field
+// of its own would make every key set's slice escape to the heap: escape
+// analysis does not tell a struct's fields apart.)
+func (ks keySet) name() string {
+	switch {
+	case len(ks.locks) == 1:
+		return ks.locks[0].name
+	case ks.obs != nil:
+		return ks.obs.lock
+	}
+	names := make([]string, len(ks.locks))
+	for i, l := range ks.locks {
+		names[i] = l.name
+	}
+	return strings.Join(names, ",")
+}
 
 func (ks keySet) lead() *Lock { return ks.locks[0] }
 
@@ -84,7 +101,7 @@ type won struct {
 // at quorum; commit, when set, runs on a round that won (a fenced lock
 // mints its token) and returns the validity left. A failed attempt is
 // discarded.
-func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit func(*round, time.Duration) (time.Duration, error)) (won, tally, error) {
+func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit func(round, time.Duration) (time.Duration, error)) (won, tally, error) {
 	l := ks.lead()
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
@@ -94,7 +111,7 @@ func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit fu
 	validity := l.cfg.validity(&r)
 	var err error
 	if r.reached(l.cfg.quorum) && validity > 0 && commit != nil {
-		validity, err = commit(&r, validity)
+		validity, err = commit(r, validity) // a copy: &r given to a func value would move r to the heap
 	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
 		return won{validity: validity, until: onMonotonic(l.cfg.validUntil(r.start)), counted: r.got, fin: r.fin}, t, nil
@@ -214,7 +231,7 @@ func (ks keySet) release(ctx context.Context, fan *fanout, hs []*holding) round 
 // see Lock.Release.
 func (ks keySet) releaseHeld(ctx context.Context, set *holding, parts []*holding) error {
 	if ob := ks.obs; ob != nil && ob.ReleaseStart != nil {
-		ctx = ob.ReleaseStart(ctx, ks.name)
+		ctx = ob.ReleaseStart(ctx, ks.name())
 	}
 	for i, k := range ks.locks {
 		k.endHolding(parts[i], errReleased) // a Lock's own holding has ended already
@@ -276,18 +293,18 @@ func (ks keySet) extend(ctx context.Context, set *holding, parts []*holding) (ti
 				k.lose(parts[i], LossExtendRefused, err)
 			}
 		}
-		ks.obs.extended(ks.name, false, err)
+		ks.obs.extended(ks.name(), false, err)
 		return 0, err
 	}
 	until := l.cfg.validUntil(r.start)
 	for _, h := range parts {
 		if err := h.extendTo(until); err != nil {
 			if err == errReleased {
-				return 0, invalidOp("%q was released during Extend", ks.name)
+				return 0, invalidOp("%q was released during Extend", ks.name())
 			}
 			return 0, err
 		}
 	}
-	ks.obs.extended(ks.name, false, nil)
+	ks.obs.extended(ks.name(), false, nil)
 	return validity, nil
 }

@@ -163,7 +163,7 @@ func (l *Lock) begin(ctx context.Context) error {
 
 // A Lock is its own contender (acquire.go).
 func (l *Lock) lead() *Lock      { return l }
-func (l *Lock) waitFor() []*Lock { return []*Lock{l} }
+func (l *Lock) waitFor() []*Lock { return nil } // its own key alone
 func (l *Lock) keyTTL() bool     { return true }
 func (l *Lock) enter() error     { return l.held.enter("lock", l.name) }
 
@@ -187,9 +187,9 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, tally, err
 		token += l.x.suffix
 	}
 	h := &holding{token: token, arg: token, l: l}
-	var commit func(*round, time.Duration) (time.Duration, error)
+	var commit func(round, time.Duration) (time.Duration, error)
 	if l.cfg.fencing {
-		commit = func(r *round, v time.Duration) (time.Duration, error) { return l.commitFence(ctx, h, r, v) }
+		commit = func(r round, v time.Duration) (time.Duration, error) { return l.commitFence(ctx, h, r, v) }
 	}
 	w, t, err := lockKeys(l).attempt(ctx, l.acquireCommand(h), h.arg, commit)
 	if err != nil {

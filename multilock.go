@@ -70,7 +70,7 @@ func (f *Factory) NewMultiLock(names []string, opts ...Option) *MultiLock {
 		}
 	}
 	cfg := m.keys.lead().cfg
-	m.keys.obs, m.keys.name = newObserver(&cfg, m.Name()), m.Name()
+	m.keys.obs = newObserver(&cfg, m.Name())
 	return m
 }
 

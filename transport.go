@@ -88,7 +88,7 @@ func (c *call) Reply(v any, err error) {
 // delete that must happen goes to the node's cleanup worker. It recycles
 // the call, on every transport: nothing may use it after deliver.
 func (c *call) deliver(rep reply) {
-	if rep.err != nil && c.cmd.deletes {
+	if rep.err != nil && c.cmd.deleteTTL > 0 {
 		for _, d := range c.cmd.discards() {
 			c.n.cleaner.add(d, true)
 		}

@@ -19,7 +19,7 @@ const splitVoteShare = 20
 type pauser struct {
 	l      *Lock   // the lead lock: configuration, factory, observer
 	name   string  // the primitive's name, for the observer
-	watch  []*Lock // whose releases end a pause
+	watch  []*Lock // whose releases end a pause; nil: l's alone
 	keyTTL bool    // a pause may ask how long l's key has left
 	w      *waker
 
@@ -31,8 +31,8 @@ type pauser struct {
 	blocked bool
 }
 
-func newPauser(l *Lock, name string, watch []*Lock, keyTTL bool) *pauser {
-	return &pauser{l: l, name: name, watch: watch, keyTTL: keyTTL, w: l.f.wake}
+func newPauser(l *Lock, name string, watch []*Lock, keyTTL bool) pauser {
+	return pauser{l: l, name: name, watch: watch, keyTTL: keyTTL, w: l.f.wake}
 }
 
 // block tells the observer, once, that the Acquire waits for a holder.
@@ -43,9 +43,17 @@ func (p *pauser) block() {
 	}
 }
 
+// watched returns the locks whose releases end a pause.
+func (p *pauser) watched() []*Lock {
+	if p.watch == nil {
+		return []*Lock{p.l}
+	}
+	return p.watch
+}
+
 // subscribe watches every watched lock's release channel.
 func (p *pauser) subscribe() {
-	for _, l := range p.watch {
+	for _, l := range p.watched() {
 		wt, in, stop := p.w.watch(l.name)
 		p.wts, p.ins, p.stops = append(p.wts, wt), append(p.ins, in), append(p.stops, stop)
 	}
@@ -67,7 +75,7 @@ func (p *pauser) ready() bool {
 // of it queue behind them before its first attempt, instead of barging
 // in: the lock is contended, and the waiters before it are woken first.
 func (p *pauser) joinQueue(ctx context.Context) error {
-	if p.w == nil || len(p.watch) != 1 || !p.w.queued(p.watch[0].name) {
+	if p.w == nil || len(p.watch) > 1 || !p.w.queued(p.watched()[0].name) {
 		return nil
 	}
 	p.block()
