@@ -29,8 +29,6 @@ type holding struct {
 	onEnd      *[]func(cause error) // made on demand, like done: one word in every holding
 	validUntil time.Duration        // end of the current validity, on monotonic()
 	begun      time.Duration        // when it started, on monotonic(): for observers
-	why        LossCause            // how it was lost, once it was
-	inSet      bool                 // a part of a MultiLock's set, which reports its loss
 
 	// The extender's bookkeeping, under its mu (autoextend.go): the
 	// holding's place in the expiry heap and its autoextension schedule.
@@ -41,6 +39,10 @@ type holding struct {
 	pos       int32         // 1 + its index in the expiry heap; 0: not in it
 	extending bool          // autoextended
 	busy      bool          // part of the batch in flight
+
+	// Beside pos and the flags, so that a holding keeps its size class.
+	why   LossCause // how it was lost, once it was (under mu)
+	inSet bool      // a part of a MultiLock's set, which reports its loss
 }
 
 // closedDone is what Done returns for a holding that never started.
