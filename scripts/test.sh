@@ -7,7 +7,9 @@
 # TestMain checking for leaked goroutines. Before the tests it checks that
 # the root module gained no dependency (scripts/deps-check.sh), that every
 # go.mod of the tree is in go.work and that each module requires the
-# versions the workspace builds it with; after them, that
+# versions the workspace builds it with, and model-checks the protocol
+# with spin (scripts/model-check.sh, which installs spin with apt when it
+# is missing; about a minute); after them, that
 # `go install …/cmd/redlock@latest` works on a simulated release
 # (scripts/install-check.sh). Arguments go to every `go test`.
 #
@@ -64,6 +66,9 @@ for dir in $modules; do
     fi
   done
 done
+
+echo "== model check"
+bash scripts/model-check.sh
 
 unformatted="$(gofmt -l .)"
 [ -z "$unformatted" ] || { echo "test.sh: not gofmt'ed: $unformatted" >&2; exit 1; }
