@@ -7,7 +7,10 @@
 # package's TestMain checking for leaked goroutines. Before the tests it
 # checks that the root module gained no dependency (scripts/deps-check.sh),
 # that every go.mod of the tree is in go.work and that each module requires
-# the versions the workspace builds it with; after them, that
+# the versions the workspace builds it with, and model-checks the protocol
+# with spin (scripts/model-check.sh, which installs spin with apt when it
+# is missing; about a minute; not with --quick or TEST_MODULES); after
+# them, that
 # `go install …/cmd/redlock@latest` works on a simulated release
 # (scripts/install-check.sh).
 #
@@ -114,6 +117,11 @@ for dir in $modules; do
     fi
   done
 done
+
+if [ -z "${TEST_MODULES:-}" ]; then
+  echo "== model check"
+  bash scripts/model-check.sh || failed=1 # it says what failed; the Go tests run all the same
+fi
 
 unformatted="$(gofmt -l .)"
 [ -z "$unformatted" ] || { echo "test.sh: not gofmt'ed: $unformatted" >&2; exit 1; }
