@@ -355,13 +355,19 @@ func (e *extender) extend(batch []*holding) {
 	keys := make([]any, len(batch))
 	args := make([]any, 0, 2*len(batch))
 	var nodeTimeout time.Duration
+	var rule voteRule
 	for i, h := range batch {
 		keys[i] = h.l.nameArg
 		args = append(args, h.arg, h.l.ttlArg)
 		nodeTimeout = max(nodeTimeout, h.l.cfg.nodeTimeout)
+		rule.tighten(h.l.vote)
 	}
 	fan := e.g.fan(len(e.g.nodes), nodeTimeout, e.obs)
-	r := fan.run(context.Background(), extendManyScript.cmd(judgeList(len(batch)), keys, args...), true)
+	cmd := extendManyScript.cmd(judgeList(len(batch)), keys, args...)
+	if batch[0].l.vote != nil { // the guard's options are the factory's: on for all or none
+		cmd.asVote(&rule)
+	}
+	r := fan.run(context.Background(), cmd, true)
 	for i, h := range batch {
 		e.apply(h, r, i)
 	}

@@ -123,7 +123,7 @@ func (b *batch) run(t *batchTransport, q []queued) {
 	cancel()
 	for i, e := range q {
 		v, err := fromNode(b.cmds[i].Reply, b.cmds[i].Err)
-		e.c.deliver(e.c.n.judge(e.c.cmd, v, err))
+		e.c.deliver(e.c.n.judge(e.c, v, err))
 	}
 	clear(b.cmds)
 	b.cmds = b.cmds[:0]

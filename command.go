@@ -21,6 +21,9 @@ type command struct {
 	// deletes KEYS[i] when it holds ARGV[i], and a node that fails it hands
 	// those deletes to its cleaner, for the keys' TTL at most.
 	deleteTTL time.Duration
+	// vote, when set, marks a command whose yes makes or keeps a holding,
+	// judged by the node guard under this rule (guard.go).
+	vote *voteRule
 }
 
 // cmd builds a command of script s over keys with args.

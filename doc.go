@@ -153,6 +153,9 @@
 //   - ErrNoLeader: Election.Leader found no campaigner leading.
 //   - ErrNodeBusy: a node that stopped answering had too many commands in
 //     flight, so a command failed at once (in a *NodeError).
+//   - ErrNotVoting: the node guard kept a node out of the vote (it
+//     restarted recently without durable storage, or its clock is off);
+//     it comes in a *NodeError and says which.
 //
 // The detail is in typed errors, for errors.As: *NodeError is the failure
 // of one node (it unwraps to the Redis or network error), and

@@ -56,6 +56,13 @@ var ErrNoLeader = newSentinel("redlock: no leader")
 // in a *NodeError, and the other nodes decide the round.
 var ErrNodeBusy = newSentinel("redlock: node busy")
 
+// ErrNotVoting: a node's yes was not counted, because the node guard keeps
+// the node out of the vote: it restarted less than the restart window ago
+// without durable storage, or its clock is off this client's by more than
+// the clock guard's allowance. It comes in a *NodeError whose message says
+// which, and the other nodes decide the round.
+var ErrNotVoting = newSentinel("redlock: node not voting")
+
 // sentinel is an error that matches ErrRedlock, and also when set.
 type sentinel struct {
 	msg  string

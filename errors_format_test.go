@@ -26,6 +26,7 @@ var sentinels = map[string]error{
 	"ErrFenceNotCommitted": redlock.ErrFenceNotCommitted,
 	"ErrNoLeader":          redlock.ErrNoLeader,
 	"ErrNodeBusy":          redlock.ErrNodeBusy,
+	"ErrNotVoting":         redlock.ErrNotVoting,
 }
 
 // TestSentinels: every sentinel matches ErrRedlock and itself, none

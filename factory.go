@@ -103,7 +103,9 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	f.set = &nodeSet{g: &f.nodeGroup, o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
 	for i, nd := range nodes {
 		n := &node{index: i, addr: nd.Addr(), set: f.set}
+		n.guard.n = n
 		p, isPool := nd.(poolNode)
+		n.fifo = isPool && pipelined
 		switch {
 		case isPool && pipelined:
 			n.pool, n.tr = p.p, newPipeTransport(p.p, o, max(check.nodeTimeout, minStall), n)
@@ -121,6 +123,7 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	f.set.list = f.nodes
 	f.ext = newExtender(&f.nodeGroup)
 	f.ext.obs = newObserver(&cfg, "")
+	f.set.events = f.ext.obs
 	return f
 }
 

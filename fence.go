@@ -69,10 +69,10 @@ func (l *Lock) acquireCommand(h *holding) *command {
 		return l.x.setCmd(h.arg)
 	}
 	if !l.cfg.fencing {
-		return plainCmd(judgeSet, "SET", l.nameArg, h.arg, "NX", "PX", l.ttlArg)
+		return plainCmd(judgeSet, "SET", l.nameArg, h.arg, "NX", "PX", l.ttlArg).asVote(l.vote)
 	}
 	h.fence = fenceclock.Now()
-	return acquireFencedScript.cmd(judgeFence, []any{l.nameArg, l.x.fenceArg}, h.arg, l.ttlArg, h.fence, l.fenceWindowArg)
+	return acquireFencedScript.cmd(judgeFence, []any{l.nameArg, l.x.fenceArg}, h.arg, l.ttlArg, h.fence, l.fenceWindowArg).asVote(l.vote)
 }
 
 // maxFenceWindow bounds how far from a node's clock a proposed token may be
@@ -113,7 +113,7 @@ func (l *Lock) commitFence(ctx context.Context, h *holding, r round, validity ti
 	}
 	t++
 	// redigo writes t in decimal, which the script stores as it is.
-	commit := fenceCommitScript.cmd(judgeOne, []any{l.nameArg, l.x.fenceArg}, h.arg, t)
+	commit := fenceCommitScript.cmd(judgeOne, []any{l.nameArg, l.x.fenceArg}, h.arg, t).asVote(l.vote)
 	c := l.fan.run(ctx, commit, false)
 	c.free()
 	validity = l.cfg.validityAt(r.start, time.Now())

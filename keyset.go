@@ -269,13 +269,13 @@ func (ks keySet) announce(hs []*holding, r *round) {
 func (ks keySet) extendCmd(token any) *command {
 	l := ks.lead()
 	if len(ks.locks) == 1 {
-		return extendScript.cmd(judgeOne, ks.keys(), token, l.ttlArg)
+		return extendScript.cmd(judgeOne, ks.keys(), token, l.ttlArg).asVote(l.vote)
 	}
 	args := make([]any, 0, 2*len(ks.locks))
 	for _, k := range ks.locks {
 		args = append(args, token, k.ttlArg)
 	}
-	return extendManyScript.cmd(judgeAll(len(ks.locks)), ks.keys(), args...)
+	return extendManyScript.cmd(judgeAll(len(ks.locks)), ks.keys(), args...).asVote(l.vote)
 }
 
 // extend resets the TTL of every key of holding set (parts[i] for key i)

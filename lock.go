@@ -374,7 +374,7 @@ func (l *Lock) CheckTimes(ctx context.Context) (held bool, times []time.Duration
 		}
 		return false, nil, err
 	}
-	r := l.fan.run(ctx, checkScript.cmd(judgePTTL, lockKeys(l).keys(), h.arg), true)
+	r := l.fan.run(ctx, checkScript.cmd(judgePTTL, lockKeys(l).keys(), h.arg).asVote(l.vote), true)
 	spent := r.elapsed() + l.cfg.drift()
 	positive := 0
 	r.each(func(n *node, rep *reply) {

@@ -124,7 +124,7 @@ func (m *MultiLock) try(ctx context.Context) (time.Duration, tally, error) {
 	l := m.keys.lead()
 	token := newToken()
 	var arg any = token
-	set := multiSetScript.cmd(judgeOne, m.keys.keys(), arg, l.ttlArg)
+	set := multiSetScript.cmd(judgeOne, m.keys.keys(), arg, l.ttlArg).asVote(l.vote)
 	w, t, err := m.keys.attempt(ctx, set, arg, nil)
 	if err != nil {
 		return 0, t, err

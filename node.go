@@ -2,8 +2,8 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +27,8 @@ type node struct {
 	// (pool transport), so that only a script lost later counts as
 	// missing.
 	scripts atomic.Uint64
+	fifo    bool      // the transport is one pipelined connection
+	guard   nodeGuard // the node guard's state (guard.go)
 
 	idMu sync.Mutex
 	id   string // the server's run_id, once known
@@ -40,23 +42,79 @@ func (n *node) wrap(err error) error {
 	return &NodeError{Node: n.index, Addr: n.addr, Err: err}
 }
 
-// judge reads a reply with the command's rule.
-func (n *node) judge(cmd *command, v any, err error) reply {
+// judge reads call c's reply with its command's rule. A vote's reply
+// carries the guard's evidence (guard.go): a yes counts only if the guard
+// lets the node vote.
+func (n *node) judge(c *call, v any, err error) reply {
 	if err != nil {
 		return reply{err: n.wrap(err)}
 	}
-	rep := cmd.judge(v)
+	if c.cmd.vote == nil {
+		return n.judged(c.cmd.judge(v))
+	}
+	inner, ev, err := splitEvidence(v)
+	if err != nil {
+		return reply{err: n.wrap(err)}
+	}
+	if n.fifo {
+		ev.lastsave = -1 // the connection names the process
+	}
+	return n.judgeVote(c, inner, ev)
+}
+
+// judgeVote reads a vote's reply inner, with the evidence that came with it.
+func (n *node) judgeVote(c *call, inner any, ev evidence) reply {
+	rep := n.judged(c.cmd.judge(inner))
+	if !rep.ok {
+		return rep
+	}
+	ev.sent, ev.got = c.sent, time.Now().UnixMicro()
+	if why := n.guard.refuse(c.cmd.vote, ev); why != nil {
+		return reply{err: n.wrap(why)}
+	}
+	return rep
+}
+
+// judged wraps a judged reply's error for this node.
+func (n *node) judged(rep reply) reply {
 	if rep.err != nil {
 		rep.err = n.wrap(rep.err)
 	}
 	return rep
 }
 
+// splitEvidence takes a guarded script's reply apart: {the script's reply,
+// the node's TIME in µs, LASTSAVE} (guardedSource).
+func splitEvidence(v any) (any, evidence, error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != 3 {
+		return nil, evidence{}, fmt.Errorf("guarded vote replied %v, want three values", v)
+	}
+	clock, err1 := redis.Int64(vals[1], nil)
+	lastsave, err2 := redis.Int64(vals[2], nil)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, evidence{}, fmt.Errorf("guarded vote's clock and LASTSAVE: %w", err)
+	}
+	return vals[0], evidence{clock: clock, lastsave: lastsave}, nil
+}
+
+// timeEvidence reads the reply to the TIME paired with a pipelined SET.
+func timeEvidence(v any, err error) (evidence, error) {
+	if err != nil {
+		return evidence{}, fmt.Errorf("TIME after the vote: %w", err)
+	}
+	t, err := redis.Int64s(v, nil)
+	if err != nil || len(t) != 2 {
+		return evidence{}, fmt.Errorf("TIME after the vote replied %v", v)
+	}
+	return evidence{clock: t[0]*1e6 + t[1], lastsave: -1}, nil
+}
+
 // do runs one command on the node and waits for its reply, at most wait.
 func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
 	var rep reply
 	out := make(chan uint8, 1)
-	c := &call{cmd: cmd, n: n, slot: &rep, out: out, fin: newFinish(1)}
+	c := &call{cmd: cmd, n: n, slot: &rep, out: out, fin: newFinish(1), sent: time.Now().UnixMicro()}
 	n.tr.start(ctx, c)
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -72,8 +130,11 @@ func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
 
 // setup prepares a new pipelined connection: it loads the scripts, turns
 // client-side-caching tracking on for loss detection when its subscriber
-// is up (tracking.go), and learns which server answers, in one round trip,
-// so that a distant node gets a connection as soon as a near one.
+// is up (lossdetection.go), and reads the facts of the server that answers
+// (its identity, uptime and persistence, for the distinct-servers check
+// and the node guard), in one round trip, so that a distant node gets a
+// connection as soon as a near one. Every reply on the connection comes
+// from that server process: a restart breaks the connection.
 func (n *node) setup(ctx context.Context, c redis.Conn) error {
 	for _, src := range scriptSources() {
 		if err := c.Send("SCRIPT", "LOAD", src); err != nil {
@@ -92,19 +153,24 @@ func (n *node) setup(ctx context.Context, c redis.Conn) error {
 			return err
 		}
 	}
-	if err := c.Send("INFO", "server"); err != nil {
-		return err
+	for _, cmd := range factsCommands {
+		if err := c.Send(cmd[0].(string), cmd[1:]...); err != nil {
+			return err
+		}
 	}
 	replies, err := redis.Values(redis.DoContext(c, ctx, "")) // flushes and reads every reply
 	if err != nil {
 		return err
 	}
+	got := monotonic()
 	for _, r := range replies[:len(allScripts)] {
 		if e, ok := r.(redis.Error); ok {
 			return e
 		}
 	}
-	if err := n.identified(identityOf(replies[len(replies)-1], n.index)); err != nil {
+	facts := parseFacts(replies[len(replies)-2], replies[len(replies)-1])
+	n.guard.learnt(facts, got, true)
+	if err := n.identified(identityOf(facts, n.index)); err != nil {
 		return err
 	}
 	if n.det != nil {
@@ -117,26 +183,15 @@ func (n *node) setup(ctx context.Context, c redis.Conn) error {
 	return nil
 }
 
-// identityOf reads the run_id from a reply to INFO server. A server that
-// refuses the command (an embedded test server, a proxy that hides INFO)
-// cannot be told apart from the others: it gets an identity of its own, so
-// that it is not asked again, and the check relies on the URLs there.
-func identityOf(v any, index int) string {
-	if _, ok := v.(redis.Error); ok {
+// identityOf is the server's run_id from its facts. A server that refuses
+// INFO (an embedded test server, a proxy that hides it) cannot be told
+// apart from the others: it gets an identity of its own, so that it is not
+// asked again, and the check relies on the URLs there.
+func identityOf(f nodeFacts, index int) string {
+	if f.infoErr != nil {
 		return fmt.Sprintf("unidentifiable node %d", index)
 	}
-	info, _ := redis.String(v, nil)
-	return runID(info)
-}
-
-// runID reads the run_id field of an INFO server reply.
-func runID(info string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return v
-		}
-	}
-	return ""
+	return f.runID
 }
 
 // identified records the server behind the node and fails when another

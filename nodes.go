@@ -15,7 +15,8 @@ import (
 //
 // Both methods run one command and return its reply in these forms: an
 // integer as int64, a simple or bulk string as string or []byte, an array as
-// []any of these forms, and a nil reply as nil with a nil error. An error
+// []any of these forms, a map (RESP3, as CONFIG GET's) as map[any]any or
+// map[string]any, and a nil reply as nil with a nil error. An error
 // reply of the server (WRONGTYPE, NOSCRIPT, ERR unknown command) is returned
 // as an error that is or wraps a ReplyError, so that the lock tells a
 // server's refusal from a failure to reach it. Every other error is a

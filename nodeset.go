@@ -2,11 +2,8 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // nodeSet is the node list of a factory (or lone lock), which must name
@@ -23,12 +20,14 @@ type nodeSet struct {
 	o           *owner
 	quorum      int
 	nodeTimeout time.Duration
+	events      *observer // the factory's: nodes leaving and rejoining the vote
 
 	mu        sync.Mutex
 	err       error // two nodes are one server: every operation fails
 	known     int   // nodes whose run_id is known
 	probed    bool  // the first probe is done
 	probing   bool
+	firstDone chan struct{} // closed when the first probe is done
 	lastProbe time.Time
 }
 
@@ -61,10 +60,23 @@ func (s *nodeSet) distinct() error {
 }
 
 // check returns the set's error, identifying its nodes first when needed:
-// the first operation waits for the answers (one node timeout at most);
-// later ones ask the nodes still unknown in the background.
+// the first operations wait for the answers (one node timeout at most),
+// since the node guard judges votes by them; later ones ask the nodes
+// still unknown in the background.
 func (s *nodeSet) check(ctx context.Context) error {
 	s.mu.Lock()
+	if s.firstDone == nil {
+		s.firstDone = make(chan struct{})
+	}
+	if !s.probed && s.probing { // another operation runs the first probe
+		done := s.firstDone
+		s.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+	}
 	err, first, todo := s.err, !s.probed, s.known < len(s.list) && !s.probing
 	if todo && !first && time.Since(s.lastProbe) < probeInterval {
 		todo = false
@@ -87,28 +99,41 @@ func (s *nodeSet) check(ctx context.Context) error {
 	return nil
 }
 
-// probe asks every unidentified node for its run_id.
+// probe reads the facts of every node (factsCommands, a round each, sent
+// at once): their run_ids, and for transports that are not pipelined what
+// the node guard needs before the first vote.
 func (s *nodeSet) probe(ctx context.Context) error {
 	defer func() {
 		s.mu.Lock()
+		if !s.probed {
+			close(s.firstDone)
+		}
 		s.probing, s.probed = false, true
 		s.mu.Unlock()
 	}()
 	f := s.g.fan(s.quorum, s.nodeTimeout, nil)
-	r := f.send(ctx, plainCmd(judgeAnyReply, "INFO", "server"))
+	r := f.send(ctx, plainCmd(judgeAnyReply, "INFO"))
+	conf := f.send(ctx, plainCmd(judgeAnyReply, factsCommands[1][0].(string), factsCommands[1][1:]...))
+	defer r.free()
+	defer conf.free()
 	f.wait(ctx, &r, false)
 	// A second name of one server answers about as fast as the first: wait
 	// a little more for the rest, but not for a hung node.
 	f.nodeTimeout = min(s.nodeTimeout, 2*r.elapsed()+probeGrace)
 	f.wait(ctx, &r, true)
+	f.wait(ctx, &conf, true) // sent with INFO: in by now, or as good as lost
+	got := monotonic()
 	r.each(func(n *node, rep *reply) {
-		var refused redis.Error
-		switch {
-		case rep.err == nil:
-			n.identified(identityOf(rep.raw, n.index))
-		case errors.As(rep.err, &refused):
-			n.identified(identityOf(refused, n.index))
+		if rep.err != nil && !isErrorReply(rep.err) {
+			return
 		}
+		var config any
+		if conf.got&(1<<n.index) != 0 {
+			config = replyValue(conf.slots[n.index])
+		}
+		facts := parseFacts(replyValue(*rep), config)
+		n.guard.learnt(facts, got, false)
+		n.identified(identityOf(facts, n.index))
 	})
 	return s.distinct()
 }

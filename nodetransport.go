@@ -70,10 +70,10 @@ func (t *nodeTransport) run(ctx context.Context, c *call) {
 	defer cancel()
 	var rep reply
 	if p, ok := t.node.(poolNode); ok {
-		rep = p.run(ctx, c.n, c.cmd)
+		rep = p.run(ctx, c)
 	} else {
 		v, err := t.runNode(ctx, c.cmd)
-		rep = c.n.judge(c.cmd, v, err)
+		rep = c.n.judge(c, v, err)
 	}
 	var refusal redis.Error // an error reply is an answer too
 	if rep.err == nil || errors.As(rep.err, &refusal) {
@@ -96,9 +96,10 @@ func (t *nodeTransport) close() {}
 
 // run runs cmd on a pooled connection, in redigo's reply forms, and tells
 // the observer when the node had lost a script it ran before.
-func (p poolNode) run(ctx context.Context, n *node, cmd *command) reply {
+func (p poolNode) run(ctx context.Context, c *call) reply {
+	n, cmd := c.n, c.cmd
 	v, missed, err := p.do(ctx, cmd)
-	rep := n.judge(cmd, v, err)
+	rep := n.judge(c, v, err)
 	if s := cmd.script; s != nil {
 		// A node's first use of a script is expected to miss it (pools
 		// load nothing up front); later, it lost them.

@@ -54,6 +54,14 @@ type Observer struct {
 	// acquisition or a release, the one AcquireStart or ReleaseStart
 	// returned. The latency is measured only when this func is set.
 	NodeReply func(ctx context.Context, e NodeReplyEvent)
+	// NodeVote is called when the node guard takes a node out of the vote
+	// (Voting false, with the reason) and when the node votes again
+	// (Voting true); see WithRestartGuard and WithClockGuard.
+	NodeVote func(e NodeVoteEvent)
+	// NodeRisk is called once per node for a setting of the node that can
+	// break a lock's safety, such as a maxmemory-policy that may evict
+	// keys with a TTL.
+	NodeRisk func(e NodeRiskEvent)
 }
 
 // WithObserver sets the observer of the lock's operations; given to a
@@ -171,9 +179,12 @@ const (
 	NodeScriptMissing
 	// NodeOther: any other failure (a broken connection, a closed one).
 	NodeOther
+	// NodeNotVoting: the node answered yes, but the node guard kept it
+	// out of the vote (ErrNotVoting).
+	NodeNotVoting
 )
 
-var kindNames = [...]string{"timeout", "refused", "error_reply", "script_missing", "other"}
+var kindNames = [...]string{"timeout", "refused", "error_reply", "script_missing", "other", "not_voting"}
 
 // String returns the kind as a lower-case metric attribute value.
 func (k NodeErrorKind) String() string {
@@ -348,6 +359,8 @@ func errorKind(err error) NodeErrorKind {
 	switch {
 	case isNoScript(err):
 		return NodeScriptMissing
+	case errors.Is(err, ErrNotVoting):
+		return NodeNotVoting
 	case errors.As(err, &reply):
 		return NodeErrorReply
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -369,7 +382,7 @@ func (c *command) opName() string {
 	switch {
 	case c.script == releaseScript:
 		return "release"
-	case c.name == "SET":
+	case c.name == "SET", c.script == acquireScript.guarded:
 		return "set"
 	case c.script != nil:
 		return c.script.name

@@ -51,8 +51,12 @@ type config struct {
 	observer          *Observer // nil: none (observe.go)
 	pipelining        bool      // factory-level
 	wakeups           bool      // factory-level
-	lossDetection     bool      // factory-level (tracking.go)
-	factoryOnly       string    // the first factory-level option given, by name
+	lossDetection     bool      // factory-level (lossdetection.go)
+	restartGuard      time.Duration
+	restartGuardSet   bool // else the lock's TTL (guardoptions.go)
+	clockGuard        time.Duration
+	clockGuardSet     bool   // else half the drift allowance
+	factoryOnly       string // the first factory-level option given, by name
 }
 
 func defaultConfig() config {
@@ -260,6 +264,9 @@ func (c *config) validate(nodes int) error {
 	}
 	if c.nodeTimeout <= 0 || c.nodeTimeout >= c.ttl {
 		return invalidArg("node timeout %v must be positive and below the ttl %v", c.nodeTimeout, c.ttl)
+	}
+	if err := c.validateGuard(); err != nil {
+		return err
 	}
 	if !c.quorumSet {
 		c.quorum = nodes/2 + 1

@@ -96,9 +96,10 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 		f.starts.Lock()
 		defer f.starts.Unlock()
 	}
+	sent := r.start.UnixMicro()
 	for _, n := range f.nodes {
 		c := calls.Get().(*call)
-		c.cmd, c.n, c.slot, c.idx, c.out, c.fin, c.buf, c.obs = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin, buf, f.obs
+		c.cmd, c.n, c.slot, c.idx, c.out, c.fin, c.buf, c.obs, c.sent = cmd, n, &r.slots[n.index], uint8(n.index), r.results, r.fin, buf, f.obs, sent
 		n.tr.start(ctx, c)
 	}
 	return r

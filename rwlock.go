@@ -90,7 +90,7 @@ func (f *Factory) NewReadLock(name string, opts ...Option) *ReadLock {
 	l.initErr = rwCheck(l, name)
 	keys := []any{l.name, name + rwWriterSuffix, name + rwIntentSuffix, name + rwReadersSuffix}
 	l.extra().setCmd = func(token any) *command {
-		return rwReadScript.cmd(judgeOne, keys, token, l.ttlArg, id)
+		return rwReadScript.cmd(judgeOne, keys, token, l.ttlArg, id).asVote(l.vote)
 	}
 	watch := []*Lock{f.newLock(name+rwWriterSuffix, opts, true), f.newLock(name+rwIntentSuffix, opts, true)}
 	return &ReadLock{name: name, l: l, watch: watch, left: []any{releaseChannelPrefix + name + rwReadersSuffix, id}}
@@ -107,7 +107,7 @@ func (f *Factory) NewWriteLock(name string, opts ...Option) *WriteLock {
 	intent := max(4*l.cfg.retryDelay+l.cfg.nodeTimeout, minWriterIntent)
 	keys := []any{l.name, name + rwIntentSuffix, name + rwReadersSuffix}
 	l.extra().setCmd = func(token any) *command {
-		return rwWriteScript.cmd(judgeOne, keys, token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix)
+		return rwWriteScript.cmd(judgeOne, keys, token, l.ttlArg, id, intent.Milliseconds(), name+rwReaderInfix).asVote(l.vote)
 	}
 	readers := f.newLock(name+rwReadersSuffix, opts, true) // only watched
 	return &WriteLock{name: name, l: l, watch: []*Lock{l, readers}, intentKey: []any{name + rwIntentSuffix}, id: id}

@@ -28,6 +28,10 @@ type script struct {
 	hashArg any
 	pub     *Script // as handed to a Node
 	bit     uint64  // 1 << the script's place in allScripts
+	// guarded is the script's form for a vote under the node guard, which
+	// also returns the node's clock and LASTSAVE (guardedSource); nil for
+	// scripts that are not votes.
+	guarded *script
 }
 
 var (
@@ -43,15 +47,40 @@ var (
 	multiSetScript      = loadScript("multi_set")
 	rwReadScript        = loadScript("rw_read")
 	rwWriteScript       = loadScript("rw_write")
+	acquireScript       = loadScript("acquire")
 )
 
 // allScripts lists every script, to load on a new connection.
-var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, checkManyScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript}
+var allScripts = []*script{releaseScript, releaseManyScript, extendScript, extendManyScript, checkScript, checkManyScript, inspectScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript, acquireScript}
+
+// voteScripts are the scripts whose yes counts toward a quorum that makes
+// or keeps a holding: under the node guard they run in their guarded form.
+var voteScripts = []*script{acquireScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript, extendScript, extendManyScript, checkScript}
 
 func init() {
+	for _, s := range voteScripts {
+		s.guarded = newScript(s.name, guardedSource(s.src))
+		allScripts = append(allScripts, s.guarded)
+	}
 	for i, s := range allScripts {
 		s.bit = 1 << i
 	}
+}
+
+// guardedSource wraps a vote script so that its reply also carries what
+// the node guard judges the vote by, read in the same execution: {the
+// script's own reply, the node's TIME in microseconds, LASTSAVE}. A nil
+// reply becomes false, which Redis sends as nil inside the array. A
+// server whose scripts cannot call LASTSAVE (an embedded test server)
+// sends -2: unknown.
+func guardedSource(src string) string {
+	return "local function vote()\n" + src + "\nend\n" +
+		"local r = vote()\n" +
+		"local t = redis.call(\"TIME\")\n" +
+		"local saved = redis.pcall(\"LASTSAVE\")\n" +
+		"if type(saved) ~= \"number\" then saved = -2 end\n" +
+		"if r == nil then r = false end\n" +
+		"return {r, tonumber(t[1]) * 1000000 + tonumber(t[2]), saved}\n"
 }
 
 // loadScript reads lua/name.lua.
@@ -60,9 +89,14 @@ func loadScript(name string) *script {
 	if err != nil {
 		panic("redlock: missing embedded script " + name) // a build defect, not input
 	}
-	rs := redis.NewScript(-1, string(src))
-	s := &script{name: name, src: string(src), hashArg: rs.Hash()}
-	s.pub = &Script{name: name, src: string(src), hash: rs.Hash(), in: s}
+	return newScript(name, string(src))
+}
+
+// newScript makes a script of src.
+func newScript(name, src string) *script {
+	rs := redis.NewScript(-1, src)
+	s := &script{name: name, src: src, hashArg: rs.Hash()}
+	s.pub = &Script{name: name, src: src, hash: rs.Hash(), in: s}
 	return s
 }
 

@@ -11,8 +11,9 @@ package redlock
 type lockShape struct {
 	cfg            config
 	fan            fanout
-	ttlArg         any // the TTL in ms
-	fenceWindowArg any // w of the fenced acquire, in µs; nil when not fenced (fence.go)
+	ttlArg         any       // the TTL in ms
+	fenceWindowArg any       // w of the fenced acquire, in µs; nil when not fenced (fence.go)
+	vote           *voteRule // the node guard's rule for its votes; nil: off (guard.go)
 }
 
 // maxShapes bounds how many configurations a factory keeps shapes for;
@@ -49,6 +50,7 @@ func (f *Factory) shapeOf(cfg config, obs *observer, shared bool) *lockShape {
 func (f *Factory) newShape(cfg config, obs *observer) *lockShape {
 	s := &lockShape{cfg: cfg, ttlArg: cfg.ttlMs()}
 	s.fan = f.fan(cfg.quorum, cfg.nodeTimeout, obs)
+	s.vote = newVoteRule(&cfg, s.fan.fifo)
 	if cfg.fencing {
 		s.fenceWindowArg = fenceWindow(cfg.ttl)
 	}

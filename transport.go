@@ -37,6 +37,7 @@ type call struct {
 	fin  *finish      // pool rounds: counts the calls still running
 	buf  *roundBuf    // the round's buffer, held until delivered
 	obs  *observer    // told of the node's failure; nil: nobody listens
+	sent int64        // when the round was sent, µs on the wall clock: for the clock guard
 }
 
 // calls recycles the calls of every round, one per node and command.
@@ -79,9 +80,29 @@ func (c *call) Reply(v any, err error) {
 		c.n.tr.(*pipeTransport).conn.Enqueue(c)
 		return
 	}
-	rep := c.n.judge(c.cmd, v, err)
+	rep := c.n.judge(c, v, err)
 	rep.reloaded = c.name == "EVAL"
 	c.deliver(rep)
+}
+
+// Second implements pipeline.Paired: a plain SET that is a vote under the
+// node guard is followed by TIME on the same connection (guard.go).
+func (c *call) Second() (string, []any, bool) {
+	return "TIME", nil, c.cmd.vote != nil && c.cmd.script == nil
+}
+
+// ReplyPair implements pipeline.Paired: the vote's reply and TIME's.
+func (c *call) ReplyPair(v any, err error, t any, terr error) {
+	if err != nil {
+		c.deliver(reply{err: c.n.wrap(err)})
+		return
+	}
+	ev, err := timeEvidence(t, terr)
+	if err != nil {
+		c.deliver(reply{err: c.n.wrap(err)})
+		return
+	}
+	c.deliver(c.n.judgeVote(c, v, ev))
 }
 
 // deliver writes the reply to the call's slot and announces it; a failed

@@ -311,11 +311,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, w := range cfg.workloads {
 		count = max(count, w.NodeCount)
 	}
+	nodesStarted := time.Now()
 	nodes, err := startNodes(ctx, cfg.redisBin, count)
 	if err != nil {
 		return err
 	}
 	defer stopNodes(nodes)
+	if err := benchkit.NodesReady(ctx, nodesStarted); err != nil {
+		return err
+	}
 	e := env{rounds: cfg.rounds, targets: targets()}
 	if cfg.observed {
 		e.targets = append(e.targets[:1:1], append(observedTargets(), e.targets[1:]...)...)

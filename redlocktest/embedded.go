@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 
 	"github.com/redlockplus/redlock"
 )
@@ -19,6 +20,11 @@ import (
 // clock, but they are not Redis: their timing says nothing about a real
 // deployment, and they cannot be killed, paused or cut off. For fault
 // tests use Start.
+//
+// They report themselves durable (CONFIG GET append* answers appendonly
+// yes, appendfsync always), which is true of a server that never restarts
+// while it lives: the node guard (redlock.WithRestartGuard) lets them vote
+// at once.
 func Embedded(t testing.TB, n int) []redlock.Pool {
 	t.Helper()
 	if n < 1 {
@@ -31,6 +37,9 @@ func Embedded(t testing.TB, n int) []redlock.Pool {
 		if err := m.Start(); err != nil {
 			t.Fatalf("redlocktest: embedded node %d: %v", i, err)
 		}
+		if err := m.Server().Register("CONFIG", durableConfig); err != nil {
+			t.Fatalf("redlocktest: embedded node %d: %v", i, err)
+		}
 		t.Cleanup(m.Close)
 		p, err := redlock.NewPool("redis://" + m.Addr())
 		if err != nil {
@@ -40,4 +49,13 @@ func Embedded(t testing.TB, n int) []redlock.Pool {
 		out[i] = p
 	}
 	return out
+}
+
+// durableConfig answers CONFIG GET, the one CONFIG command the lock sends,
+// with the settings of a durable node.
+func durableConfig(c *server.Peer, _ string, _ []string) {
+	c.WriteLen(4)
+	for _, s := range []string{"appendonly", "yes", "appendfsync", "always"} {
+		c.WriteBulk(s)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 )
 
 // embedded is a set of in-process Redis nodes (miniredis) on loopback
@@ -41,8 +42,23 @@ func startEmbedded(n, port int) (*embedded, error) {
 		}
 		e.nodes = append(e.nodes, m)
 		e.addrs = append(e.addrs, m.Addr())
+		if err := m.Server().Register("CONFIG", durableConfig); err != nil {
+			e.close()
+			return nil, err
+		}
 	}
 	return e, nil
+}
+
+// durableConfig answers CONFIG GET, the one CONFIG command the lock sends,
+// with the settings of a durable node: an embedded node never restarts
+// while it lives (kill stops it for good), so the node guard may let it
+// vote at once.
+func durableConfig(c *server.Peer, _ string, _ []string) {
+	c.WriteLen(4)
+	for _, s := range []string{"appendonly", "yes", "appendfsync", "always"} {
+		c.WriteBulk(s)
+	}
 }
 
 // urls returns the redis:// URL of every node.

@@ -7,6 +7,32 @@ import (
 	"github.com/redlockplus/redlock"
 )
 
+// RestartWindow is the node guard's restart window of the targets made
+// here (redlock.WithRestartGuard; opts may set another). A benchmark's
+// nodes are fresh, and the default window of a TTL would keep them out of
+// the vote for that long. The guard judges every vote the same way
+// whatever the window, so its cost is measured in full; a run starts its
+// nodes at least RestartWindow before it measures (NodesReady).
+const RestartWindow = time.Second
+
+// NodesReady waits until nodes started at started are old enough to vote
+// under RestartWindow, or ctx ends.
+func NodesReady(ctx context.Context, started time.Time) error {
+	t := time.NewTimer(time.Until(started.Add(RestartWindow + 100*time.Millisecond)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// guarded puts the benchmark's restart window before opts.
+func guarded(opts []redlock.Option) []redlock.Option {
+	return append([]redlock.Option{redlock.WithRestartGuard(RestartWindow)}, opts...)
+}
+
 // Ours returns a target for this module's redlock package: a
 // redlock.Factory over pools with opts as its defaults. Each Locker is a
 // *redlock.Lock made by the factory; Lock is Acquire and Unlock is Release.
@@ -18,7 +44,7 @@ import (
 // default (a majority of the nodes): its LossKeys are the key on the first
 // len(pools)/2+1 nodes.
 func Ours(name string, pools []redlock.Pool, opts ...redlock.Option) (KeepTarget, error) {
-	f, err := redlock.NewFactory(pools, opts...)
+	f, err := redlock.NewFactory(pools, guarded(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +54,7 @@ func Ours(name string, pools []redlock.Pool, opts ...redlock.Option) (KeepTarget
 // OursNodes is Ours over nodes of any client, through
 // redlock.NewFactoryFromNodes; Close closes the factory, not the clients.
 func OursNodes(name string, nodes []redlock.Node, opts ...redlock.Option) (KeepTarget, error) {
-	f, err := redlock.NewFactoryFromNodes(nodes, opts...)
+	f, err := redlock.NewFactoryFromNodes(nodes, guarded(opts)...)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +111,7 @@ func (l ourLocker) Done() <-chan struct{} { return l.l.Done() }
 // defaults (a Semaphore, ReadLock, WriteLock, MultiLock...); Lock is
 // Acquire and Unlock is Release. Close closes the factory.
 func OursRecipe(name string, pools []redlock.Pool, make func(f *redlock.Factory, key string) redlock.Locker, opts ...redlock.Option) (Target, error) {
-	f, err := redlock.NewFactory(pools, opts...)
+	f, err := redlock.NewFactory(pools, guarded(opts)...)
 	if err != nil {
 		return nil, err
 	}

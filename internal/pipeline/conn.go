@@ -21,7 +21,13 @@ type conn struct {
 func (c *conn) write(batch []Call) {
 	for i, call := range batch {
 		name, args := call.Command()
-		if err := c.rc.Send(name, args...); err != nil {
+		err := c.rc.Send(name, args...)
+		if p, ok := call.(Paired); ok && err == nil {
+			if name, args, ok := p.Second(); ok {
+				err = c.rc.Send(name, args...)
+			}
+		}
+		if err != nil {
 			for _, rest := range batch[i:] {
 				rest.Reply(nil, err)
 			}
@@ -48,16 +54,38 @@ func (c *conn) readLoop() {
 	defer c.readerDone.Done()
 	for call := range c.inflight {
 		v, err := redis.ReceiveWithTimeout(c.rc, c.stall)
-		if _, isReply := err.(redis.Error); err == nil || isReply {
-			call.Reply(v, err)
-			continue
+		if !answered(err) {
+			c.fail(call, err)
+			return
 		}
+		if p, ok := call.(Paired); ok {
+			if _, _, ok := p.Second(); ok {
+				v2, err2 := redis.ReceiveWithTimeout(c.rc, c.stall)
+				if !answered(err2) {
+					c.fail(call, err2)
+					return
+				}
+				p.ReplyPair(v, err, v2, err2)
+				continue
+			}
+		}
+		call.Reply(v, err)
+	}
+}
+
+// answered reports whether a receive got a reply, an error reply included.
+func answered(err error) bool {
+	_, isReply := err.(redis.Error)
+	return err == nil || isReply
+}
+
+// fail ends call and every call in flight behind it with err, the
+// connection's failure.
+func (c *conn) fail(call Call, err error) {
+	call.Reply(nil, err)
+	close(c.dead)
+	for call := range c.inflight {
 		call.Reply(nil, err)
-		close(c.dead)
-		for call := range c.inflight {
-			call.Reply(nil, err)
-		}
-		return
 	}
 }
 

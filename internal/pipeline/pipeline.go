@@ -29,6 +29,17 @@ type Call interface {
 	Reply(v any, err error)
 }
 
+// Paired is a Call that may need a second command written right behind
+// its own on the same connection, so that both reach the same server
+// process (a vote and the node's clock). When Second reports ok, the
+// reader hands both replies to ReplyPair instead of Reply; a failure of
+// the connection still ends the call with Reply.
+type Paired interface {
+	Call
+	Second() (name string, args []any, ok bool)
+	ReplyPair(v any, err error, v2 any, err2 error)
+}
+
 // Config says how a Conn reaches its node.
 type Config struct {
 	// Dial opens (or borrows) a connection; Close returns it.

@@ -32,8 +32,9 @@ import (
 // get the same commands in the same order, so an attempt must be granted
 // on both or refused by both; one granted on one and refused by the other
 // is a split. The nodes are the client's, wrapped in a Batcher that reads
-// the replies of the attempts' commands (SET for Lock, the multi_set
-// script for MultiLock) and holds node 2 back.
+// the replies of the attempts' commands (SET, or acquire.lua under the
+// node guard, for Lock; the multi_set script for MultiLock) and holds
+// node 2 back.
 func MultiLockSplitVote(t *testing.T, c Client) {
 	for _, kind := range []struct {
 		name    string
@@ -184,10 +185,19 @@ func attemptToken(c *redlock.Command) string {
 	switch {
 	case c.Name == "SET" && len(c.Args) > 1:
 		return fmt.Sprint(c.Args[1])
-	case c.Script != nil && c.Script.Name() == "multi_set" && len(c.Args) > 0:
+	case c.Script != nil && (c.Script.Name() == "multi_set" || c.Script.Name() == "acquire") && len(c.Args) > 0:
 		return fmt.Sprint(c.Args[0])
 	}
 	return ""
+}
+
+// voteReply is the attempt's own reply: under the node guard a script
+// vote replies {reply, the node's clock, LASTSAVE}.
+func voteReply(c *redlock.Command) any {
+	if vals, ok := c.Reply.([]any); ok && len(vals) == 3 && c.Script != nil {
+		return vals[0]
+	}
+	return c.Reply
 }
 
 func (b votingBatcher) DoBatch(ctx context.Context, batch []redlock.Command) {
@@ -210,9 +220,10 @@ func (b votingBatcher) DoBatch(ctx context.Context, batch []redlock.Command) {
 		if tok == "" || c.Err != nil {
 			continue
 		}
-		granted := c.Reply != nil // SET: "OK" or nil
-		if c.Script != nil {
-			n, _ := c.Reply.(int64) // multi_set: 1 or 0
+		reply := voteReply(c)
+		granted := reply != nil // SET (or acquire.lua): "OK" or nil
+		if c.Script != nil && c.Script.Name() == "multi_set" {
+			n, _ := reply.(int64) // 1 or 0
 			granted = n == 1
 		}
 		b.votes.note(tok, b.index, granted)

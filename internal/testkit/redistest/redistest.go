@@ -37,9 +37,40 @@ func Available() bool {
 	return err == nil
 }
 
-// serverArgs make a node a plain cache: nothing is persisted.
+// serverArgs make a node durable: every write is in the AOF, fsynced
+// before the reply, so that the node guard (WithRestartGuard) lets a node
+// that has just started vote at once, as it does for a durable production
+// node. The data directory is on tmpfs where there is one, so the fsyncs
+// cost nothing. Volatile undoes it.
 var serverArgs = []string{
-	"--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning",
+	"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no", "--loglevel", "warning",
+}
+
+// Volatile are the extra arguments of a node that persists nothing: it
+// restarts empty, and the restart guard keeps it out of the vote for a
+// TTL after every start.
+var Volatile = []string{"--appendonly", "no"}
+
+// shm is where data directories go: tmpfs, when the machine has it.
+const shm = "/dev/shm"
+
+// shmOrTemp is shm when it exists, else the default temporary directory.
+func shmOrTemp() string {
+	if st, err := os.Stat(shm); err == nil && st.IsDir() {
+		return shm
+	}
+	return ""
+}
+
+// dataDir returns a directory for a node's files, removed by tb's cleanup.
+func dataDir(tb testing.TB) string {
+	if st, err := os.Stat(shm); err == nil && st.IsDir() {
+		if dir, err := os.MkdirTemp(shm, "redistest"); err == nil {
+			tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return tb.TempDir()
 }
 
 // Node is one redis-server process. It keeps its port across Kill and
@@ -59,7 +90,7 @@ type Cluster struct {
 	Nodes []*Node
 }
 
-// Start launches n redis-server processes with no persistence and registers
+// Start launches n durable redis-server processes (see serverArgs) and registers
 // their shutdown with tb.Cleanup. The test fails when redis-server is missing.
 func Start(tb testing.TB, n int, extraArgs ...string) *Cluster {
 	tb.Helper()
@@ -68,7 +99,7 @@ func Start(tb testing.TB, n int, extraArgs ...string) *Cluster {
 	}
 	dirs := make([]string, n)
 	for i := range dirs {
-		dirs[i] = tb.TempDir() // before the cleanup below, so removed after the nodes stop
+		dirs[i] = dataDir(tb) // before the cleanup below, so removed after the nodes stop
 	}
 	c := &Cluster{}
 	tb.Cleanup(c.stop) // before the first start, so that a failed one leaks no node
@@ -86,7 +117,7 @@ func Start(tb testing.TB, n int, extraArgs ...string) *Cluster {
 func StartMain(n int) (*Cluster, error) {
 	c := &Cluster{}
 	for i := 0; i < n; i++ {
-		dir, err := os.MkdirTemp("", "redistest")
+		dir, err := os.MkdirTemp(shmOrTemp(), "redistest")
 		if err != nil {
 			c.Stop()
 			return nil, err
