@@ -44,6 +44,9 @@ type Config struct {
 	Args []string
 	// Timeout bounds the whole Start. Default DefaultTimeout.
 	Timeout time.Duration
+	// Env is added to the process's environment (an LD_PRELOAD clock shim,
+	// for example).
+	Env []string
 }
 
 // Process is a redis-server started by Start.
@@ -106,6 +109,9 @@ func launch(cfg Config, port int, deadline time.Time) (*Process, error) {
 		"--daemonize", "no", "--dir", cfg.Dir)
 	cmd := exec.Command(cfg.Binary, append(args, cfg.Args...)...)
 	cmd.Dir = cfg.Dir
+	if len(cfg.Env) > 0 {
+		cmd.Env = append(os.Environ(), cfg.Env...)
+	}
 	cmd.SysProcAttr = procAttr()
 	log := &tailBuffer{max: 8192}
 	cmd.Stdout, cmd.Stderr = log, log

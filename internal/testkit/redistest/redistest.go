@@ -80,6 +80,7 @@ type Node struct {
 	dir  string
 	Port int      // chosen free at the first start, kept afterwards
 	Args []string // extra redis-server arguments
+	Env  []string // added to the process's environment at each Start
 	mu   sync.Mutex
 	proc *redisproc.Process
 	pool *redis.Pool
@@ -254,7 +255,7 @@ func (n *Node) start() error {
 		return errors.New("node " + n.Addr() + " is already running")
 	}
 	p, err := redisproc.Start(redisproc.Config{
-		Binary: Binary(), Dir: n.dir, Port: n.Port,
+		Binary: Binary(), Dir: n.dir, Port: n.Port, Env: n.Env,
 		Args: append(append([]string(nil), serverArgs...), n.Args...),
 	})
 	if err != nil {
