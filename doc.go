@@ -122,14 +122,30 @@
 // is built. The otel module (github.com/redlockplus/redlock/otel) turns
 // the hooks into OpenTelemetry metrics and spans.
 //
+// # The node guard
+//
+// A node that restarts without persistence forgets its keys, and one
+// whose wall clock steps forward expires them early; either can hand a
+// second client a quorum while a holder's validity lasts. The node guard,
+// on by default, keeps such a node out of the vote: its yes does not count
+// toward a quorum that makes or keeps a holding while its process has run
+// for less than the restart window (WithRestartGuard, default the TTL) and
+// it is not durable (appendonly yes, appendfsync always), or while its
+// clock, read in the vote itself, is off this client's by more than the
+// clock allowance (WithClockGuard). Such a yes fails with ErrNotVoting; a
+// release still deletes there. A fresh node is a restarted one to the
+// guard: it votes once it has run for the window. Factory.Health reports
+// each node, and Observer.NodeVote and NodeRisk tell when a node leaves or
+// rejoins the vote and when its maxmemory-policy can evict lock keys.
+// docs/SAFETY.md proves the rules and states their assumptions.
+//
 // # What it does not promise
 //
 // Plain Redlock has no fencing token. A holder paused (GC, SIGSTOP, a VM
 // freeze) beyond its validity may still act after another client acquired
 // the lock; check Done before acting, keep work well inside the validity,
-// or turn fencing on and have the resource check the token. A node
-// that restarts without persistence forgets its keys: keep a restarted node
-// out for longer than the TTL, or run it with appendfsync always.
+// or turn fencing on and have the resource check the token. A clock step
+// that is undone before any vote reads it is beyond the node guard.
 //
 // # Errors
 //

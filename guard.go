@@ -165,26 +165,31 @@ func (g *nodeGuard) clockOff(allowance time.Duration, ev evidence) error {
 // was read from: on a pipelined connection that is the connection's, and
 // elsewhere the process whose LASTSAVE matches. A restart gives the new
 // process a LASTSAVE of its start, which differs from the one read unless
-// it is the same second: so the facts settle only once INFO was read in a
-// later second than their LASTSAVE, and a save re-reads them. A durable
-// node votes throughout: a restart keeps its data, on the assumption that
-// its persistence settings survive the restart (docs/SAFETY.md).
+// it is the same second: so the facts of a node that is not durable
+// settle only once INFO was read in a later second than their LASTSAVE,
+// and a save re-reads them. (A durable node's facts count at once: a
+// restart in the second they were read would have to come with a change
+// of its persistence settings to matter.)
 func (g *nodeGuard) young(window time.Duration, ev evidence) error {
 	if ev.lastsave >= 0 && ev.clock-(ev.lastsave+1)*1e6 >= window.Microseconds() {
 		return nil
 	}
 	t := g.trust.Load()
-	stale := t != nil && !t.conn && (!t.settled || ev.lastsave != t.facts.lastsave)
-	if t == nil || stale && ev.lastsave != -2 { // -2: the node cannot say; reading again would not help
+	byRound := t != nil && !t.conn
+	stale := byRound && ev.lastsave >= 0 && ev.lastsave != t.facts.lastsave // -2: the node cannot say
+	unsettled := byRound && !t.settled
+	if t == nil || stale || unsettled {
 		g.verify()
 	}
 	switch {
 	case t == nil:
 		return &notVoting{"its uptime is not known yet (the restart guard reads INFO first)"}
+	case stale:
+		return &notVoting{"the restart guard is reading its INFO again: it saved or restarted since the last read (LASTSAVE changed)"}
 	case t.facts.durable():
 		return nil
-	case stale:
-		return &notVoting{"it saved or restarted since its INFO was read (LASTSAVE changed); reading it again"}
+	case unsettled:
+		return &notVoting{"the restart guard is reading its INFO again: it was read in the second of its last save or start"}
 	case t.facts.infoErr != nil:
 		return &notVoting{fmt.Sprintf("its uptime is unknown (INFO: %v); the restart guard keeps such a node out (WithRestartGuard(0) turns it off)", t.facts.infoErr)}
 	}
