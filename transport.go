@@ -38,6 +38,10 @@ type call struct {
 	buf  *roundBuf    // the round's buffer, held until delivered
 	obs  *observer    // told of the node's failure; nil: nobody listens
 	sent int64        // when the round was sent, µs on the wall clock: for the clock guard
+	// held is a pipelined vote's reply, waiting for the TIME read behind
+	// its batch (pipeline.Clocked).
+	held    any
+	heldErr error
 }
 
 // calls recycles the calls of every round, one per node and command.
@@ -85,14 +89,18 @@ func (c *call) Reply(v any, err error) {
 	c.deliver(rep)
 }
 
-// Second implements pipeline.Paired: a plain SET that is a vote under the
-// node guard is followed by TIME on the same connection (guard.go).
-func (c *call) Second() (string, []any, bool) {
-	return "TIME", nil, c.cmd.vote != nil && c.cmd.script == nil
-}
+// WantsClock implements pipeline.Clocked: a plain SET that is a vote
+// under the node guard wants the node's TIME behind it on the same
+// connection (guard.go).
+func (c *call) WantsClock() bool { return c.cmd.vote != nil && c.cmd.script == nil }
 
-// ReplyPair implements pipeline.Paired: the vote's reply and TIME's.
-func (c *call) ReplyPair(v any, err error, t any, terr error) {
+// Hold implements pipeline.Clocked: the vote's own reply, kept until the
+// clock's.
+func (c *call) Hold(v any, err error) { c.held, c.heldErr = v, err }
+
+// ReplyClock implements pipeline.Clocked: the TIME read behind the vote.
+func (c *call) ReplyClock(t any, terr error) {
+	v, err := c.held, c.heldErr
 	if err != nil {
 		c.deliver(reply{err: c.n.wrap(err)})
 		return

@@ -17,34 +17,55 @@ type conn struct {
 	readerDone sync.WaitGroup
 }
 
-// write sends a batch and flushes it once.
+// clockMark stands in the reader's queue for the TIME written behind a
+// batch of Clocked calls; it carries no state.
+type clockMark struct{}
+
+func (clockMark) Command() (string, []any) { return "TIME", nil }
+func (clockMark) Reply(any, error)         {}
+
+// write sends a batch and flushes it once, with one TIME behind it when a
+// call of the batch wants the clock.
 func (c *conn) write(batch []Call) {
+	clocked := false
 	for i, call := range batch {
-		name, args := call.Command()
-		err := c.rc.Send(name, args...)
-		if p, ok := call.(Paired); ok && err == nil {
-			if name, args, ok := p.Second(); ok {
-				err = c.rc.Send(name, args...)
-			}
+		if p, ok := call.(Clocked); ok && p.WantsClock() {
+			clocked = true
 		}
-		if err != nil {
-			for _, rest := range batch[i:] {
-				rest.Reply(nil, err)
-			}
+		if !c.send(call, batch[i:]) {
 			return
 		}
-		select {
-		case c.inflight <- call:
-		case <-c.dead:
-			for _, rest := range batch[i:] {
-				rest.Reply(nil, ErrClosed)
-			}
-			return
-		}
+	}
+	if clocked {
+		c.send(clockMark{}, nil)
 	}
 	// A failed flush breaks the connection: the reader then fails what was
 	// handed to it.
 	_ = c.rc.Flush()
+}
+
+// send writes call and queues it for the reader; on failure it fails
+// rest, which starts with call (or call alone when rest is nil).
+func (c *conn) send(call Call, rest []Call) bool {
+	if rest == nil {
+		rest = []Call{call}
+	}
+	name, args := call.Command()
+	if err := c.rc.Send(name, args...); err != nil {
+		for _, r := range rest {
+			r.Reply(nil, err)
+		}
+		return false
+	}
+	select {
+	case c.inflight <- call:
+		return true
+	case <-c.dead:
+		for _, r := range rest {
+			r.Reply(nil, ErrClosed)
+		}
+		return false
+	}
 }
 
 // readLoop delivers replies in order. An error reply fails its call only;
@@ -52,24 +73,36 @@ func (c *conn) write(batch []Call) {
 // fails every call in flight.
 func (c *conn) readLoop() {
 	defer c.readerDone.Done()
+	var held []Clocked // calls whose reply waits for the batch's TIME
 	for call := range c.inflight {
 		v, err := redis.ReceiveWithTimeout(c.rc, c.stall)
 		if !answered(err) {
+			for _, p := range held {
+				p.ReplyClock(nil, err)
+			}
 			c.fail(call, err)
 			return
 		}
-		if p, ok := call.(Paired); ok {
-			if _, _, ok := p.Second(); ok {
-				v2, err2 := redis.ReceiveWithTimeout(c.rc, c.stall)
-				if !answered(err2) {
-					c.fail(call, err2)
-					return
-				}
-				p.ReplyPair(v, err, v2, err2)
+		switch p := call.(type) {
+		case clockMark:
+			for i, h := range held {
+				h.ReplyClock(v, err)
+				held[i] = nil
+			}
+			held = held[:0]
+		case Clocked:
+			if p.WantsClock() {
+				p.Hold(v, err)
+				held = append(held, p)
 				continue
 			}
+			call.Reply(v, err)
+		default:
+			call.Reply(v, err)
 		}
-		call.Reply(v, err)
+	}
+	for _, p := range held { // the writer never leaves a batch without its TIME
+		p.ReplyClock(nil, ErrClosed)
 	}
 }
 

@@ -29,15 +29,19 @@ type Call interface {
 	Reply(v any, err error)
 }
 
-// Paired is a Call that may need a second command written right behind
-// its own on the same connection, so that both reach the same server
-// process (a vote and the node's clock). When Second reports ok, the
-// reader hands both replies to ReplyPair instead of Reply; a failure of
-// the connection still ends the call with Reply.
-type Paired interface {
+// Clocked is a Call that may want the node's clock read behind it on the
+// same connection, so that the reading comes from the same server process
+// and from no earlier than the command (a vote, and the node guard's
+// clock). When WantsClock reports true, the writer puts one TIME behind
+// the batch the call is written in, shared by every such call of the
+// batch; the reader hands the call's own reply to Hold and then TIME's
+// reply, or the connection's failure, to ReplyClock, which ends the call
+// instead of Reply. A failure before its own reply ends it with Reply.
+type Clocked interface {
 	Call
-	Second() (name string, args []any, ok bool)
-	ReplyPair(v any, err error, v2 any, err2 error)
+	WantsClock() bool
+	Hold(v any, err error)
+	ReplyClock(v any, err error)
 }
 
 // Config says how a Conn reaches its node.
