@@ -103,11 +103,32 @@ func timeEvidence(v any, err error) (evidence, error) {
 	if err != nil {
 		return evidence{}, fmt.Errorf("TIME after the vote: %w", err)
 	}
-	t, err := redis.Int64s(v, nil)
-	if err != nil || len(t) != 2 {
-		return evidence{}, fmt.Errorf("TIME after the vote replied %v", v)
+	t, _ := v.([]any)
+	if len(t) == 2 {
+		sec, ok1 := decimal(t[0])
+		us, ok2 := decimal(t[1])
+		if ok1 && ok2 {
+			return evidence{clock: sec*1e6 + us, lastsave: -1}, nil
+		}
 	}
-	return evidence{clock: t[0]*1e6 + t[1], lastsave: -1}, nil
+	return evidence{}, fmt.Errorf("TIME after the vote replied %v", v)
+}
+
+// decimal reads a bulk string of digits without allocating, as TIME's
+// replies are read on every batch of votes.
+func decimal(v any) (int64, bool) {
+	b, ok := v.([]byte)
+	if !ok || len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // do runs one command on the node and waits for its reply, at most wait.

@@ -37,7 +37,7 @@ func (c *conn) write(batch []Call) {
 		}
 	}
 	if clocked {
-		c.send(clockMark{}, nil)
+		c.send(clockMark{}, batch[:0])
 	}
 	// A failed flush breaks the connection: the reader then fails what was
 	// handed to it.
@@ -45,11 +45,9 @@ func (c *conn) write(batch []Call) {
 }
 
 // send writes call and queues it for the reader; on failure it fails
-// rest, which starts with call (or call alone when rest is nil).
+// rest, the calls from call on (a clock mark's is empty: it has nobody
+// to fail).
 func (c *conn) send(call Call, rest []Call) bool {
-	if rest == nil {
-		rest = []Call{call}
-	}
 	name, args := call.Command()
 	if err := c.rc.Send(name, args...); err != nil {
 		for _, r := range rest {
