@@ -117,6 +117,22 @@ func mayTake(t *testing.T, f *redlock.Factory, name string, until time.Time) {
 	}
 }
 
+// guardedFault puts a holder of name on nodes 0-2 of c, injects fault on
+// node 0, and checks that neither a client connected before the fault nor
+// a fresh one can take name inside the holder's validity, while a client
+// with the guard off (off) can: the negative control.
+func guardedFault(t *testing.T, c *redistest.Cluster, pools []redlock.Pool, path []redlock.Option, name string, fault func(), off redlock.Option) {
+	t.Helper()
+	holder := guardFactory(t, pools, path, redlock.WithLossDetection(false))
+	connected := guardFactory(t, pools, path)
+	warm(t, connected)
+	until := onBareQuorum(t, c, holder, name)
+	fault()
+	mustNotTake(t, c, "a client connected before the fault", connected, name, until)
+	mustNotTake(t, c, "a fresh client", guardFactory(t, pools, path), name, until)
+	mayTake(t, guardFactory(t, pools, path, off), name, until)
+}
+
 // TestRestartGuard: a node restarted empty, on the bare quorum of a
 // holder, does not vote for a fresh client or for one connected before the
 // restart while the holder's validity lasts; with the guard off it lets a
@@ -132,15 +148,10 @@ func TestRestartGuard(t *testing.T) {
 			c.Nodes[0].Kill()
 			c.Nodes[0].Start()
 			time.Sleep(guardTTL + 1100*time.Millisecond)
-			holder := guardFactory(t, pools, path.opts, redlock.WithLossDetection(false))
-			connected := guardFactory(t, pools, path.opts)
-			warm(t, connected)
-			until := onBareQuorum(t, c, holder, "rg:lock")
-			c.Nodes[0].Kill()
-			c.Nodes[0].Start() // at once, empty: the holder's key there is gone
-			mustNotTake(t, c, "a client connected before the restart", connected, "rg:lock", until)
-			mustNotTake(t, c, "a fresh client", guardFactory(t, pools, path.opts), "rg:lock", until)
-			mayTake(t, guardFactory(t, pools, path.opts, redlock.WithRestartGuard(0)), "rg:lock", until)
+			guardedFault(t, c, pools, path.opts, "rg:lock", func() {
+				c.Nodes[0].Kill()
+				c.Nodes[0].Start() // at once, empty: the holder's key there is gone
+			}, redlock.WithRestartGuard(0))
 		})
 	}
 }
@@ -163,17 +174,12 @@ func TestClockGuard(t *testing.T) {
 				t.Fatalf("quorum 5 with one node 5 ms off at a TTL of %v: %v", guardTTL, err)
 			}
 			clock.Set(t, 0)
-			holder := guardFactory(t, pools, path.opts, redlock.WithLossDetection(false))
-			connected := guardFactory(t, pools, path.opts)
-			warm(t, connected)
-			until := onBareQuorum(t, c, holder, "cg:lock")
-			clock.Set(t, guardTTL+time.Second)
-			if v := rawGet(t, c, 0, "cg:lock"); v != "" {
-				t.Fatalf("the step left the holder's key on node 0: %q", v)
-			}
-			mustNotTake(t, c, "a client connected before the step", connected, "cg:lock", until)
-			mustNotTake(t, c, "a fresh client", guardFactory(t, pools, path.opts), "cg:lock", until)
-			mayTake(t, guardFactory(t, pools, path.opts, redlock.WithClockGuard(0)), "cg:lock", until)
+			guardedFault(t, c, pools, path.opts, "cg:lock", func() {
+				clock.Set(t, guardTTL+time.Second)
+				if v := rawGet(t, c, 0, "cg:lock"); v != "" {
+					t.Fatalf("the step left the holder's key on node 0: %q", v)
+				}
+			}, redlock.WithClockGuard(0))
 		})
 	}
 }
