@@ -16,6 +16,7 @@
 //	redlock run [--ttl 30s] [--wait forever | --wait 1m | --no-wait] [--kill-grace 10s] [--permits N] [--metrics-addr :9464] NAME -- CMD [ARGS...]
 //	redlock elect [--wait forever] [--kill-grace 10s] NAME --value V -- CMD [ARGS...]
 //	redlock status [--json] NAME
+//	redlock doctor [--ttl 2m] [--json]
 //	redlock dev [--nodes 3] [--port 7380]
 //	redlock demo [--workers 4] [--metrics-addr :9464]
 //	redlock sdl get|set|rm|keys|watch|namespaces ...
@@ -48,7 +49,15 @@
 // status reads the lock on every node without taking it (Factory.Inspect):
 // per node the key's presence, token, TTL and last fencing token, and
 // whether a quorum holds one token. It exits 0 when the lock is held and 3 when it is free, as
-// systemctl is-active does, so that scripts need not parse its output.
+// systemctl is-active does, so that scripts need not parse its output. A
+// node the node guard keeps out of the vote is shown as quarantined.
+//
+// doctor reads every node's INFO, CONFIG and clock (Factory.Health) and
+// prints one line per node with a verdict and the reason: unreachable,
+// the same server as another node, restarted without durable storage less
+// than --ttl ago, its clock off, or a maxmemory-policy that may evict lock
+// keys. It exits 0 when every node is fit to vote for a safe lock and 4
+// when one is not.
 //
 // dev starts N in-process miniredis nodes on loopback ports and prints the
 // REDLOCK_NODES line for them; demo shows workers contending for a lock,
@@ -77,6 +86,7 @@
 //	1..255   run: CMD's own exit code, passed through (128+n: killed by signal n)
 //	1        other commands: a failure such as sdl get of a missing key
 //	3        status: the lock is free
+//	4        doctor: a node is not fit to vote for a safe lock
 //	64       bad command line or configuration: unknown command or flag,
 //	         missing '--', bad URL or duration, fewer than 3 nodes
 //	69       nodes unreachable: fewer than a quorum answered, or Redis failed

@@ -18,6 +18,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1   // any other failure (e.g. sdl get of a missing key)
 	exitNotHeld     = 3   // status: the lock is free (as systemctl is-active for an inactive unit)
+	exitUnfit       = 4   // doctor: a node is not fit to vote for a safe lock
 	exitUsage       = 64  // bad command line or configuration (sysexits EX_USAGE)
 	exitUnavailable = 69  // nodes unreachable or failing (EX_UNAVAILABLE)
 	exitNotAcquired = 75  // run: lock not acquired in time (EX_TEMPFAIL)

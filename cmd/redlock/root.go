@@ -53,6 +53,7 @@ the REDLOCK_NODES variable. With nothing installed, try:
 		newRunCmd(),
 		newElectCmd(),
 		newStatusCmd(),
+		newDoctorCmd(),
 		newDevCmd(),
 		newDemoCmd(),
 		newSDLCmd(),

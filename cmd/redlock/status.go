@@ -32,6 +32,9 @@ type nodeStatusJSON struct {
 	TTLMs  int64  `json:"ttl_ms"`
 	Fence  int64  `json:"fence"` // the last fencing token committed on the node; 0 when none
 	Error  string `json:"error,omitempty"`
+	// OutOfVote says why the node guard keeps the node out of the vote
+	// (quarantined after a restart, clock off); "" while it votes.
+	OutOfVote string `json:"out_of_vote,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
@@ -44,7 +47,9 @@ func newStatusCmd() *cobra.Command {
 		Long: `Read the lock NAME on every node without taking it: whether the node holds
 the key, its token and remaining TTL, the last fencing token committed on
 it (locks taken with --fencing), and whether a quorum of nodes holds the
-same token (the lock is held).
+same token (the lock is held). A node the node guard keeps out of the vote
+(restarted recently without durable storage, or its clock off) is shown as
+quarantined, with the reason.
 
 Exit codes, so that scripts need not parse the output:
   0   the lock is held
@@ -76,6 +81,13 @@ Exit codes, so that scripts need not parse the output:
 				return classify(err)
 			}
 			st := toStatusJSON(in, c.addrs)
+			if hs, err := c.factory.Health(ctx); err == nil {
+				for i := range st.Nodes {
+					if i < len(hs) && !hs[i].Voting && hs[i].Err == nil {
+						st.Nodes[i].OutOfVote = hs[i].Why
+					}
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -152,6 +164,11 @@ func printStatus(w io.Writer, st statusJSON, s style) {
 		rows = append(rows, []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr), key, token, ttl, fence})
 	}
 	writeTable(w, "  ", rows)
+	for _, n := range st.Nodes {
+		if n.OutOfVote != "" {
+			fmt.Fprintf(w, "  node %d (%s) is %s: %s\n", n.Node, n.Addr, s.yellow("quarantined"), n.OutOfVote)
+		}
+	}
 }
 
 // shortToken abbreviates a token for tables.

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
+)
+
+// TestDoctor: three durable nodes are fit (exit 0); a node restarted
+// without persistence, a node whose policy may evict lock keys and a
+// killed node each make doctor exit 4 with a line that names the node's
+// address and the reason; --json says the same.
+func TestDoctor(t *testing.T) {
+	c := redistest.Start(t, 5)
+	env := nodesEnv(c.URLs()[:3])
+	if r := cli(t, env, "doctor"); r.code != exitOK || strings.Count(r.stdout, " ok ") != 3 || r.stderr != "" {
+		t.Fatalf("doctor on 3 durable nodes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.Nodes[1].Args = redistest.Volatile
+	c.Nodes[1].Kill()
+	c.Nodes[1].Start()
+	c.Nodes[2].Kill()
+	c.Nodes[2].Args = []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}
+	c.Nodes[2].Start()
+	c.Nodes[4].Kill()
+	env = nodesEnv(c.URLs())
+	r := cli(t, env, "doctor")
+	checkNoCrash(t, r.stderr)
+	if r.code != exitUnfit {
+		t.Fatalf("doctor with unfit nodes: exit %d, want %d\n%s%s", r.code, exitUnfit, r.stdout, r.stderr)
+	}
+	out := r.stdout + r.stderr
+	for _, want := range []string{
+		c.Nodes[1].Addr(), "restart guard",
+		c.Nodes[2].Addr(), "volatile-lru",
+		c.Nodes[4].Addr(), "unreachable",
+		"3 of 5 nodes not fit",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	j := cli(t, env, "doctor", "--json")
+	var report []doctorJSON
+	if err := json.Unmarshal([]byte(j.stdout), &report); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, j.stdout)
+	}
+	fit := []bool{true, false, false, true, false}
+	for i, n := range report {
+		if n.Fit != fit[i] {
+			t.Errorf("node %d: fit %v, want %v: %+v", i, n.Fit, fit[i], n)
+		}
+	}
+	if j.code != exitUnfit || len(report) != 5 || report[2].Eviction != "volatile-lru" || !report[0].Durable || report[4].Error == "" {
+		t.Errorf("doctor --json: exit %d, %+v", j.code, report)
+	}
+}
+
+// TestStatusShowsQuarantine: status names a node that restarted without
+// persistence as quarantined, in both forms.
+func TestStatusShowsQuarantine(t *testing.T) {
+	c := redistest.Start(t, 3)
+	c.Nodes[0].Args = redistest.Volatile
+	c.Nodes[0].Kill()
+	c.Nodes[0].Start()
+	env := nodesEnv(c.URLs())
+	r := cli(t, env, "status", "q")
+	if !strings.Contains(r.stdout, "quarantined") || !strings.Contains(r.stdout, c.Nodes[0].Addr()) || !strings.Contains(r.stdout, "restart guard") {
+		t.Errorf("status with a restarted node: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	j := cli(t, env, "status", "--json", "q")
+	var st statusJSON
+	if err := json.Unmarshal([]byte(j.stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Nodes) != 3 || st.Nodes[0].OutOfVote == "" || st.Nodes[1].OutOfVote != "" {
+		t.Errorf("status --json with a restarted node: %+v", st.Nodes)
+	}
+}
