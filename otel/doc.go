@@ -21,7 +21,10 @@
 //	redlock.extend            counter: extensions, by redlock.outcome (ok, failed)
 //	redlock.lost              counter: losses, by redlock.cause (expired, extend_refused, check_refused, with_set, detected)
 //	redlock.node.errors       counter: node failures, by redlock.node (index), server.address
-//	                          and error.type (timeout, refused, error_reply, script_missing, other)
+//	                          and error.type (timeout, refused, error_reply, script_missing, other, not_voting)
+//	redlock.node.out_of_vote  up-down counter: nodes the node guard keeps out of the vote, by node
+//	redlock.node.vote_changes counter: nodes leaving and rejoining the vote, by node and redlock.voting
+//	redlock.node.risks        counter: risky node settings (an evicting maxmemory-policy), by node
 //	redlock.waiters           up-down counter: Acquire calls waiting for a holder
 //	redlock.held              up-down counter: holdings of this process
 //	sdl.operation.duration    histogram, s: sdlstore commands, by sdl.operation,

@@ -29,6 +29,8 @@ type Observer struct {
 	acquire, hold            metric.Float64Histogram
 	extend, lost, nodeErrors metric.Int64Counter
 	waiters, held            metric.Int64UpDownCounter
+	outOfVote                metric.Int64UpDownCounter
+	voteChanges, risks       metric.Int64Counter
 	sdlDuration              metric.Float64Histogram
 	sdlErrors, sdlReconnects metric.Int64Counter
 }
@@ -76,6 +78,9 @@ func New(opts ...Option) (*Observer, error) {
 	o.nodeErrors = counter("redlock.node.errors", "{error}", "Failed node commands of lock operations, by node and kind.")
 	o.waiters = updown("redlock.waiters", "{waiter}", "Acquire calls waiting for another holder's release.")
 	o.held = updown("redlock.held", "{lock}", "Locks held by this process.")
+	o.outOfVote = updown("redlock.node.out_of_vote", "{node}", "Nodes the node guard keeps out of the vote, by node.")
+	o.voteChanges = counter("redlock.node.vote_changes", "{change}", "Nodes leaving (voting=false) and rejoining (voting=true) the vote, by node.")
+	o.risks = counter("redlock.node.risks", "{risk}", "Node settings that can break a lock's safety (an evicting maxmemory-policy), by node.")
 	o.sdlDuration = hist("sdl.operation.duration", "Time of sdlstore commands.", waitBuckets)
 	o.sdlErrors = counter("sdl.operation.errors", "{error}", "Failed sdlstore commands, by kind.")
 	o.sdlReconnects = counter("sdl.subscriber.reconnects", "{reconnect}", "Reconnections of sdlstore subscriber connections.")
@@ -94,6 +99,8 @@ func (o *Observer) Redlock() redlock.Observer {
 		Lost:        o.lostLock,
 		NodeError:   o.nodeError,
 		Waiting:     o.waiting,
+		NodeVote:    o.nodeVote,
+		NodeRisk:    o.nodeRisk,
 	}
 	if o.tracer != nil {
 		ob.AcquireStart = o.startSpan("redlock.acquire")
@@ -180,6 +187,21 @@ func (o *Observer) nodeError(e redlock.NodeErrorEvent) {
 		attribute.String("server.address", e.Addr),
 		attribute.String("error.type", e.Kind.String()),
 	))
+}
+
+func (o *Observer) nodeVote(e redlock.NodeVoteEvent) {
+	ctx := context.Background()
+	node := metric.WithAttributes(attribute.Int("redlock.node", e.Node), attribute.String("server.address", e.Addr))
+	delta := int64(1)
+	if e.Voting {
+		delta = -1
+	}
+	o.outOfVote.Add(ctx, delta, node)
+	o.voteChanges.Add(ctx, 1, metric.WithAttributes(attribute.Int("redlock.node", e.Node), attribute.String("server.address", e.Addr), attribute.Bool("redlock.voting", e.Voting)))
+}
+
+func (o *Observer) nodeRisk(e redlock.NodeRiskEvent) {
+	o.risks.Add(context.Background(), 1, metric.WithAttributes(attribute.Int("redlock.node", e.Node), attribute.String("server.address", e.Addr)))
 }
 
 func (o *Observer) waiting(e redlock.WaitingEvent) {

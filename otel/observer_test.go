@@ -216,3 +216,52 @@ func checkSpans(t *testing.T, ended []sdktrace.ReadOnlySpan, parent [8]byte) {
 		t.Errorf("spans %s, want 3 acquisitions and 1 release", got)
 	}
 }
+
+// TestNodeGuardMetrics: a node restarted without persistence is counted
+// out of the vote while the guard keeps it out and back in once it votes
+// again; an evicting policy counts one risk.
+func TestNodeGuardMetrics(t *testing.T) {
+	c := redistest.Start(t, 3)
+	c.Nodes[0].Args = redistest.Volatile
+	c.Nodes[0].Kill()
+	c.Nodes[0].Start()
+	c.Nodes[1].Kill()
+	c.Nodes[1].Args = []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}
+	c.Nodes[1].Start()
+	reader := sdkmetric.NewManualReader()
+	obs, err := redlockotel.New(redlockotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := redlock.NewFactoryFromURLs(c.URLs(), redlock.WithObserver(obs.Redlock()), redlock.WithAutoextend(false),
+		redlock.WithRestartGuard(time.Second), redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cycle := func() {
+		l := f.NewLock("guard")
+		if _, err := l.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	s := series(t, reader)
+	if s["redlock.node.out_of_vote{redlock.node=0}"] != 1 || s["redlock.node.vote_changes{redlock.node=0,redlock.voting=false}"] != 1 {
+		t.Errorf("after a vote refused by the restart guard: %v", s)
+	}
+	if s["redlock.node.risks{redlock.node=1}"] != 1 {
+		t.Errorf("evicting node: %v", s)
+	}
+	time.Sleep(2100 * time.Millisecond) // the window, and uptime's rounding
+	cycle()
+	s = series(t, reader)
+	if s["redlock.node.out_of_vote{redlock.node=0}"] != 0 || s["redlock.node.vote_changes{redlock.node=0,redlock.voting=true}"] != 1 {
+		t.Errorf("after node 0 votes again: %v", s)
+	}
+}
