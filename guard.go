@@ -109,7 +109,8 @@ type nodeGuard struct {
 type trust struct {
 	facts nodeFacts
 	// since is when, on monotonic(), the process had started at the
-	// latest: its uptime, taken from when its INFO reply came.
+	// latest: how long it had run at least (nodeFacts.ranAtLeast), taken
+	// from when its INFO reply came.
 	since time.Duration
 	// conn: a pipelined connection read these facts before its first
 	// command, so every reply on it comes from this process. Otherwise the
@@ -220,7 +221,7 @@ func (g *nodeGuard) verify() {
 // from a process that another connection talks to.
 func (g *nodeGuard) learnt(f nodeFacts, got time.Duration, conn bool) {
 	if conn || !g.n.fifo {
-		t := &trust{facts: f, since: got - f.uptime, conn: conn}
+		t := &trust{facts: f, since: got - f.ranAtLeast(), conn: conn}
 		t.settled = f.clock/1e6 > f.lastsave
 		g.trust.Store(t)
 	}

@@ -323,3 +323,89 @@ func TestGuardOptions(t *testing.T) {
 		t.Errorf("guard option on one lock: %v, want ErrInvalidArgument naming it", err)
 	}
 }
+
+// TestRestartGuardWholeWindow: INFO's uptime_in_seconds is the difference
+// of the wall clock's whole seconds now and at the start, so it reads 1
+// when the process may have run only a moment. The restart guard must
+// still keep the node out for the whole window from its start: a client
+// that first meets the node just after its uptime ticks to 1 votes no
+// sooner than the window after the start began.
+func TestRestartGuardWholeWindow(t *testing.T) {
+	const window = 2 * time.Second
+	for _, path := range guardPaths {
+		t.Run(path.name, func(t *testing.T) {
+			c, pools := cluster(t, 3)
+			c.Nodes[0].Args = redistest.Volatile
+			began, ticked := restartUntilEarlyTick(t, c.Nodes[0])
+			t.Logf("uptime read 1 %v after the start began", ticked.Sub(began).Round(time.Millisecond))
+			f := guardFactory(t, pools, path.opts, redlock.WithRestartGuard(window), redlock.WithQuorum(3))
+			l := f.NewLock("rg:whole")
+			for deadline := time.Now().Add(window + 5*time.Second); ; time.Sleep(10 * time.Millisecond) {
+				_, err := l.TryAcquire(ctxT(t, 5*time.Second))
+				end := time.Now()
+				if err == nil {
+					if ran := end.Sub(began); ran < window {
+						t.Fatalf("the restarted node voted %v after its start began, within the window of %v", ran, window)
+					}
+					return
+				}
+				if !errors.Is(err, redlock.ErrNotVoting) {
+					t.Fatalf("attempt: %v, want ErrNotVoting until the node votes", err)
+				}
+				if end.After(deadline) {
+					t.Fatalf("the restarted node did not vote within %v of the window: %v", deadline.Sub(began), err)
+				}
+			}
+		})
+	}
+}
+
+// restartUntilEarlyTick restarts node late in a second of the wall clock,
+// until its uptime_in_seconds reads 1 less than 700 ms after the start
+// began, and returns when the start began and when uptime read 1.
+func restartUntilEarlyTick(t *testing.T, node *redistest.Node) (began, ticked time.Time) {
+	t.Helper()
+	for try := 0; try < 10; try++ {
+		node.Kill()
+		now := time.Now()
+		time.Sleep(time.Second - time.Duration(now.Nanosecond()) + 600*time.Millisecond) // to .6 of the next second
+		began = time.Now()
+		node.Start()
+		for {
+			info, _ := node.Do("INFO", "server").([]byte)
+			ticked = time.Now()
+			if strings.Contains(string(info), "uptime_in_seconds:1\r") {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if ticked.Sub(began) < 700*time.Millisecond {
+			return began, ticked
+		}
+	}
+	t.Fatal("uptime never read 1 within 700 ms of a start in 10 restarts")
+	return
+}
+
+// TestHealthDuplicate: a node that is the same server as an earlier one is
+// reported as such, not as unreachable, and does not vote.
+func TestHealthDuplicate(t *testing.T) {
+	c, pools := cluster(t, 3)
+	f, err := redlock.NewFactory(append(pools, c.Nodes[1].Pool()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	hs, err := f.Health(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs[:3] {
+		if !h.Voting || h.Err != nil {
+			t.Errorf("node %d: %+v, want it voting", i, h)
+		}
+	}
+	if h := hs[3]; h.Voting || h.Err != nil || !strings.Contains(h.Why, "the same Redis server as node 1") || h.RunID != hs[1].RunID {
+		t.Errorf("duplicate of node 1: %+v, want it named the same server as node 1", h)
+	}
+}

@@ -24,7 +24,7 @@ type NodeHealth struct {
 
 	Version string
 	RunID   string
-	Uptime  time.Duration // whole seconds, as the node reports it
+	Uptime  time.Duration // whole seconds, as the node reports it (uptime_in_seconds)
 	// Durable: the node keeps every acknowledged write across a restart
 	// (appendonly yes, appendfsync always), so the restart guard lets it
 	// vote at once. Persistence says what it runs with.
@@ -39,6 +39,8 @@ type NodeHealth struct {
 	// Err is why the node could not be read (unreachable, timed out);
 	// nil when it answered.
 	Err error
+
+	ran time.Duration // how long the node had run at least (nodeFacts.ranAtLeast)
 }
 
 // Health reads every node's facts (INFO, CONFIG GET append* and TIME,
@@ -94,12 +96,12 @@ func (n *node) health(ctx context.Context, timeout time.Duration) NodeHealth {
 	h.RTT = got.Sub(sent)
 	mid := sent.Add(h.RTT / 2).UnixMicro()
 	h.ClockOffset = time.Duration(ev.clock-mid) * time.Microsecond
-	facts, _, err := n.readFacts(timeout)
+	facts, err := n.readFacts(timeout)
 	if err != nil {
 		h.Err = err
 		return h
 	}
-	h.Version, h.RunID, h.Uptime = facts.version, facts.runID, facts.uptime
+	h.Version, h.RunID, h.Uptime, h.ran = facts.version, facts.runID, facts.uptime, facts.ranAtLeast()
 	h.Durable, h.Persistence = facts.durable(), facts.persistence()
 	h.MaxMemory, h.Eviction, h.Risk = facts.maxmemory, facts.policy, facts.risk()
 	if facts.infoErr != nil {
@@ -137,7 +139,7 @@ func judgeHealth(h *NodeHealth, cfg *config) {
 		h.Why = fmt.Sprintf("its clock is %v off this client's, beyond the clock guard's %v (WithClockGuard)", h.ClockOffset.Round(time.Millisecond/10), allowance)
 	case window > 0 && h.RunID == "":
 		h.Why = "its uptime is unknown (INFO refused); the restart guard keeps such a node out (WithRestartGuard(0) turns it off)"
-	case window > 0 && !h.Durable && h.Uptime < window:
+	case window > 0 && !h.Durable && h.ran < window:
 		h.Why = fmt.Sprintf("it started %v ago without durable storage (%s), and the restart guard keeps it out until it has run %v (WithRestartGuard)",
 			h.Uptime, h.Persistence, window)
 	}

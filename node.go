@@ -191,9 +191,9 @@ func (n *node) setup(ctx context.Context, c redis.Conn) error {
 	}
 	facts := parseFacts(replies[len(replies)-2], replies[len(replies)-1])
 	n.guard.learnt(facts, got, true)
-	if err := n.identified(identityOf(facts, n.index)); err != nil {
-		return err
-	}
+	// A duplicate fails every operation (nodeSet.check), not the
+	// connection, which Health still reads the facts over.
+	n.identified(identityOf(facts, n.index))
 	if n.det != nil {
 		var trackErr error
 		if redirect != 0 {
@@ -215,16 +215,16 @@ func identityOf(f nodeFacts, index int) string {
 	return f.runID
 }
 
-// identified records the server behind the node and fails when another
-// node of the set is the same server.
-func (n *node) identified(id string) error {
+// identified records the server behind the node and checks the set for
+// duplicates (nodeSet.distinct, which keeps the verdict).
+func (n *node) identified(id string) {
 	if id == "" {
-		return nil
+		return
 	}
 	n.idMu.Lock()
 	n.id = id
 	n.idMu.Unlock()
-	return n.set.distinct()
+	n.set.distinct()
 }
 
 // identity returns the node's run_id, or "" while unknown.

@@ -16,7 +16,7 @@ import (
 type nodeFacts struct {
 	runID    string
 	version  string
-	uptime   time.Duration // whole seconds, rounded down by the server
+	uptime   time.Duration // uptime_in_seconds: see ranAtLeast
 	clock    int64         // server_time_usec: the node's clock when it wrote the reply
 	lastsave int64         // rdb_last_save_time: the node's LASTSAVE
 	aof      bool          // aof_enabled, or CONFIG's appendonly
@@ -104,6 +104,21 @@ func text(v any) (string, bool) {
 	return "", false
 }
 
+// ranAtLeast is how long, at least, the process had run when it wrote
+// the reply. Redis gives uptime_in_seconds as the whole second of its
+// clock now minus the whole second of its start (server.unixtime -
+// server.stat_starttime), so it reads 1 a moment after a start late in a
+// second: the start was before the second that ended uptime seconds
+// before this one, that is more than uptime - 1 s plus the fraction of
+// the current second (server_time_usec, read with it) ago.
+func (f nodeFacts) ranAtLeast() time.Duration {
+	frac := time.Duration(0)
+	if f.clock > 0 {
+		frac = time.Duration(f.clock%1e6) * time.Microsecond
+	}
+	return f.uptime - time.Second + frac
+}
+
 // durable reports whether the node keeps every acknowledged write across
 // a restart: AOF on, fsynced before each reply.
 func (f nodeFacts) durable() bool { return f.aof && f.appendfsync == "always" }
@@ -134,23 +149,21 @@ func (f nodeFacts) risk() string {
 }
 
 // readFacts asks the node for its facts, each command within timeout, and
-// hands them to the guard and the distinct-servers check. It returns them
-// with the round trip of INFO.
-func (n *node) readFacts(timeout time.Duration) (nodeFacts, time.Duration, error) {
+// hands them to the guard and the distinct-servers check, whose verdict on
+// a duplicate every operation then meets (nodeSet.check). It fails only
+// when INFO got no reply.
+func (n *node) readFacts(timeout time.Duration) (nodeFacts, error) {
 	ctx := context.Background()
-	sent := monotonic()
 	info := n.do(ctx, plainCmd(judgeAnyReply, "INFO"), timeout)
 	got := monotonic()
 	if info.err != nil && !isErrorReply(info.err) {
-		return nodeFacts{}, 0, info.err
+		return nodeFacts{}, info.err
 	}
 	config := n.do(ctx, plainCmd(judgeAnyReply, factsCommands[1][0].(string), factsCommands[1][1:]...), timeout)
 	f := parseFacts(replyValue(info), replyValue(config))
 	n.guard.learnt(f, got, false)
-	if err := n.identified(identityOf(f, n.index)); err != nil {
-		return f, got - sent, err
-	}
-	return f, got - sent, nil
+	n.identified(identityOf(f, n.index))
+	return f, nil
 }
 
 // replyValue is a reply's value, or the server's error reply as a value.
