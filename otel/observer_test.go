@@ -116,8 +116,9 @@ func TestScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-b.Done()
-	// (Lost is called just after Done closes.)
-	for deadline := time.Now().Add(5 * time.Second); series(t, reader)["redlock.lost{redlock.cause=expired,redlock.lock=report}"] == 0; {
+	// (Lost is called just after Done closes, and records the loss, the
+	// held count and then the hold's duration: wait for the last.)
+	for deadline := time.Now().Add(5 * time.Second); series(t, reader)["redlock.hold.duration{redlock.end=lost,redlock.lock=report}"] == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("no loss counted after Done closed")
 		}

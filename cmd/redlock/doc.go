@@ -57,7 +57,10 @@
 // the same server as another node, restarted without durable storage less
 // than --ttl ago, its clock off, or a maxmemory-policy that may evict lock
 // keys. It exits 0 when every node is fit to vote for a safe lock and 4
-// when one is not.
+// when one is not, naming each such node on stderr. With --json it prints
+// the reports (redlock.NodeHealth) as an array, the uptime in whole
+// seconds (uptime_s), the clock offset and round trip in milliseconds
+// (clock_offset_ms, rtt_ms) and a node's error as a string.
 //
 // dev starts N in-process miniredis nodes on loopback ports and prints the
 // REDLOCK_NODES line for them; demo shows workers contending for a lock,

@@ -49,9 +49,17 @@ restarted without durable storage less than the TTL ago (the restart
 guard keeps it out of the vote), off this client's clock by more than the
 clock guard allows, or when its maxmemory-policy may evict lock keys.
 
+With --json it prints an array with one object per node, in node order:
+node, addr, fit (votes and has no risky setting), voting, why, risk,
+version, run_id, uptime_s (whole seconds, as the node reports it), durable,
+persistence, maxmemory (bytes; 0: no limit), maxmemory_policy,
+clock_offset_ms and rtt_ms (milliseconds, to the microsecond), and error
+(why the node could not be read). why, risk and error are left out when
+empty.
+
 Exit codes:
   0   every node is fit to vote for a safe lock
-  4   some node is not (each line says why)
+  4   some node is not (each line says why; stderr names them)
   64  bad command line or configuration`,
 		Example: `  redlock doctor --nodes redis://a:6379,redis://b:6379,redis://c:6379
   redlock doctor --ttl 30s
@@ -87,16 +95,7 @@ Exit codes:
 			} else {
 				printDoctor(cmd.OutOrStdout(), report, newStyle(cmd.OutOrStdout()))
 			}
-			var unfit []string
-			for _, n := range report {
-				if !n.Fit {
-					unfit = append(unfit, fmt.Sprintf("node %d (%s): %s", n.Node, n.Addr, n.verdict()))
-				}
-			}
-			if len(unfit) > 0 {
-				return exitCode(exitUnfit, fmt.Errorf("%d of %d nodes not fit to vote for a safe lock: %s", len(unfit), len(report), strings.Join(unfit, "; ")))
-			}
-			return nil
+			return unfitError(report)
 		},
 	}
 	nf = addNodeFlags(cmd)
@@ -120,9 +119,49 @@ func toDoctorJSON(hs []redlock.NodeHealth) []doctorJSON {
 		out[i].Fit = h.Voting && h.Risk == ""
 		if h.Err != nil {
 			out[i].Error = cause(h.Err)
+			if h.Why == "" || strings.HasPrefix(h.Why, "unreachable: ") {
+				// The line names the node already: say only what failed.
+				out[i].Why = "unreachable: " + out[i].Error
+			}
 		}
 	}
 	return out
+}
+
+// unfitError is doctor's error when some node is not fit (exit 4): one
+// short line naming each such node and, in a word, what is wrong; the
+// table or the JSON above it says why in full.
+func unfitError(report []doctorJSON) error {
+	var unfit []string
+	for _, n := range report {
+		if !n.Fit {
+			unfit = append(unfit, fmt.Sprintf("%s (%s)", n.Addr, n.problem()))
+		}
+	}
+	if len(unfit) == 0 {
+		return nil
+	}
+	return exitCode(exitUnfit, fmt.Errorf("%d of %d nodes not fit to vote for a safe lock: %s",
+		len(unfit), len(report), strings.Join(unfit, ", ")))
+}
+
+// problem names what makes an unfit node unfit, for the summary line.
+func (n doctorJSON) problem() string {
+	switch why := n.Why; {
+	case n.Error != "":
+		return "unreachable"
+	case strings.HasPrefix(why, "the same Redis server"):
+		return "duplicate"
+	case strings.HasPrefix(why, "its clock"):
+		return "clock off"
+	case strings.Contains(why, "without durable storage"):
+		return "quarantined after a restart"
+	case why != "":
+		return "not voting"
+	case n.Eviction != "":
+		return "evicting: maxmemory-policy " + n.Eviction
+	}
+	return "at risk"
 }
 
 // verdict is why the node is not fit, or what it runs.
@@ -137,8 +176,21 @@ func (n doctorJSON) verdict() string {
 	if n.Durable {
 		durable = "durable"
 	}
-	return fmt.Sprintf("votes: redis %s, up %v, %s, clock %+.1fms, rtt %.1fms",
-		n.Version, time.Duration(n.UptimeS)*time.Second, durable, n.ClockOffsetMs, n.RTTMs)
+	return fmt.Sprintf("votes: redis %s, up %s, %s, clock %+.1fms, rtt %.1fms",
+		n.Version, compactDuration(time.Duration(n.UptimeS)*time.Second), durable, n.ClockOffsetMs, n.RTTMs)
+}
+
+// compactDuration is d without its zero trailing units: 3h rather than
+// 3h0m0s, 2m rather than 2m0s.
+func compactDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // printDoctor prints one line per node.

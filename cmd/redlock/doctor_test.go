@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
@@ -77,5 +78,45 @@ func TestStatusShowsQuarantine(t *testing.T) {
 	}
 	if len(st.Nodes) != 3 || st.Nodes[0].OutOfVote == "" || st.Nodes[1].OutOfVote != "" {
 		t.Errorf("status --json with a restarted node: %+v", st.Nodes)
+	}
+}
+
+// TestDoctorTTL: --ttl is the restart guard's window, as for a lock of
+// that TTL: a node restarted without persistence is unfit under the
+// default TTL and fit once it has run for a --ttl of 1s; the summary line
+// on stderr names it and what keeps it out.
+func TestDoctorTTL(t *testing.T) {
+	c := redistest.Start(t, 3)
+	c.Nodes[2].Args = redistest.Volatile
+	c.Nodes[2].Kill()
+	c.Nodes[2].Start()
+	env := nodesEnv(c.URLs())
+	r := cli(t, env, "doctor")
+	if r.code != exitUnfit || !strings.Contains(r.stderr, c.Nodes[2].Addr()+" (quarantined after a restart)") {
+		t.Fatalf("doctor with a fresh volatile node: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	waitFor(t, 10*time.Second, "the volatile node to be fit under --ttl 1s", func() bool {
+		r = cli(t, env, "doctor", "--ttl", "1s")
+		return r.code == exitOK
+	})
+	if strings.Count(r.stdout, " ok ") != 3 || !strings.Contains(r.stdout, "not durable") || r.stderr != "" {
+		t.Errorf("doctor --ttl 1s once the node has run 1s:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// TestCompactDuration checks the uptime form of doctor's lines.
+func TestCompactDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                           "0s",
+		10 * time.Second:            "10s",
+		2 * time.Minute:             "2m",
+		3 * time.Hour:               "3h",
+		3*time.Hour + 5*time.Minute: "3h5m",
+		3*time.Hour + 7*time.Second: "3h0m7s",
+		90 * time.Minute:            "1h30m",
+	} {
+		if got := compactDuration(d); got != want {
+			t.Errorf("compactDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }
