@@ -13,6 +13,7 @@ import (
 	"github.com/ory/dockertest/v3"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/testkit/clockshim"
 )
 
 // backend runs the Redis nodes of a cluster. Node indexes are added in
@@ -55,7 +56,8 @@ type Cluster struct {
 	backend backend
 	proxies []*faultProxy
 	pools   []*redis.Pool
-	gens    []*atomic.Int64 // per node, bumped by Kill and Restart
+	gens    []*atomic.Int64    // per node, bumped by Kill and Restart
+	clocks  []*clockshim.Clock // per node, nil on the real clock (WithClockShim)
 
 	mu      sync.Mutex // serialises fault operations
 	state   []nodeState
@@ -78,6 +80,10 @@ func Start(tb testing.TB, n int, opts ...Option) *Cluster {
 		tb.Fatalf("redlocktest: start timeout %v is not positive", cfg.startTimeout)
 	}
 	c := &Cluster{tb: tb}
+	// The clocks' files go first, so that they are removed after the
+	// nodes that read them (cleanups run last in, first out).
+	c.clocks = newClocks(tb, cfg, n)
+	cfg.clocks = c.clocks
 	c.backend = chooseBackend(tb, cfg)
 	tb.Cleanup(c.close)
 	for i := 0; i < n; i++ {

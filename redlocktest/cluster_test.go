@@ -17,6 +17,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 	dc "github.com/ory/dockertest/v3/docker"
 	"go.uber.org/goleak"
+
+	"github.com/redlockplus/redlock/internal/testkit/clockshim"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -303,6 +305,52 @@ func TestPersistence(t *testing.T) {
 	}
 }
 
+// TestClockShim: on both backends, a node started WithClockShim follows
+// the offset SetClockOffset gives it while it runs (TIME, and a key whose
+// TTL the step passes expires at once) and keeps it across a restart; the
+// node on the real clock is not moved.
+func TestClockShim(t *testing.T) {
+	for _, b := range allBackends {
+		t.Run(string(b), func(t *testing.T) {
+			backendAvailable(t, b)
+			c := Start(t, 2, WithBackend(b), WithClockShim(1))
+			offset := func(i int) time.Duration {
+				t.Helper()
+				d, err := clockOffset(c.proxies[i].target())
+				if err != nil {
+					t.Fatalf("TIME on node %d: %v", i, err)
+				}
+				return d
+			}
+			near := func(i int, want time.Duration) {
+				t.Helper()
+				if got := offset(i); got < want-time.Second || got > want+time.Second {
+					t.Fatalf("node %d's clock is %v off the real one, want %v", i, got.Round(time.Millisecond), want)
+				}
+			}
+			near(1, 0)
+			for i := range 2 {
+				mustDo(t, c, i, "SET", "k", "v", "PX", 60000)
+			}
+			c.SetClockOffset(1, 2*time.Minute)
+			near(1, 2*time.Minute)
+			near(0, 0)
+			if v := mustDo(t, c, 1, "GET", "k"); v != nil {
+				t.Fatalf("a 60 s key survived a +2 min step: %v", v)
+			}
+			if v := mustDo(t, c, 0, "GET", "k"); v == nil {
+				t.Fatal("node 0, on the real clock, lost its key to node 1's step")
+			}
+			c.Restart(1)
+			near(1, 2*time.Minute)
+			c.SetClockOffset(1, -time.Minute)
+			near(1, -time.Minute)
+			c.SetClockOffset(1, 0)
+			near(1, 0)
+		})
+	}
+}
+
 // TestNothingLeaks: after a cluster's test ends, its containers, network and
 // processes are gone.
 func TestNothingLeaks(t *testing.T) {
@@ -411,6 +459,13 @@ func TestHelpersFail(t *testing.T) {
 		{"kill out of range", func(tb *fakeTB) { withTB(c, tb).Kill(2) }, "Kill(2): no such node"},
 		{"negative index", func(tb *fakeTB) { withTB(c, tb).Partition(-1) }, "Partition(-1): no such node"},
 		{"negative delay", func(tb *fakeTB) { withTB(c, tb).Delay(0, -time.Second) }, "negative delay"},
+		{"clock shim on no such node", func(tb *fakeTB) { Start(tb, 1, WithBackend(BackendProcess), WithClockShim(1)) }, "WithClockShim(1): no such node"},
+		{"step a real clock", func(tb *fakeTB) { withTB(c, tb).SetClockOffset(0, time.Second) }, "start the cluster WithClockShim(0)"},
+		{"clock shim not in effect", func(tb *fakeTB) {
+			cc := withTB(c, tb)
+			cc.clocks = []*clockshim.Clock{clockshim.New(t), nil} // a node started without it
+			cc.SetClockOffset(0, time.Minute)
+		}, "the clock shim is not in effect"},
 		{"pause a killed node", func(tb *fakeTB) {
 			cc := withTB(c, tb)
 			cc.Kill(1)
@@ -432,7 +487,7 @@ func TestHelpersFail(t *testing.T) {
 
 // withTB returns a view of c that reports to tb; it shares c's nodes.
 func withTB(c *Cluster, tb testing.TB) *Cluster {
-	return &Cluster{tb: tb, backend: c.backend, proxies: c.proxies, pools: c.pools, gens: c.gens, state: c.state}
+	return &Cluster{tb: tb, backend: c.backend, proxies: c.proxies, pools: c.pools, gens: c.gens, state: c.state, clocks: c.clocks}
 }
 
 // TestSkipWhenNothingAvailable: with no Docker engine and no redis-server,

@@ -48,6 +48,16 @@
 // for asymmetric faults: a lock holder cut off from the majority while its
 // competitors still reach it.
 //
+// # Clocks
+//
+// WithClockShim starts nodes on a wall clock the test steps while they
+// run: c.SetClockOffset(0, 10*time.Second) moves node 0's clock 10 s ahead
+// at once, so that it answers TIME 10 s ahead and expires a key with less
+// than 10 s to live, as after a step of the machine's clock. It is an
+// LD_PRELOAD shim, built with gcc, that reads the offset from a
+// memory-mapped file; the Docker backend bind-mounts both into the
+// container, so it needs a local engine and a glibc image.
+//
 // Every fault method fails the test with a message naming the node and the
 // backend when it cannot do its job, and must be called from the test's
 // goroutine. Nothing outlives the test: containers, networks, processes,

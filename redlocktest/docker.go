@@ -91,12 +91,18 @@ func (b *dockerBackend) name() string { return string(BackendDocker) }
 func (b *dockerBackend) add(i int) (string, error) {
 	repo, tag := splitImage(b.image)
 	cmd := append([]string{"redis-server", "--port", "6379", "--dir", "/data"}, b.cfg.redisArgs()...)
+	var mounts, env []string
+	if clock := b.cfg.clockFor(i); clock != nil {
+		mounts, env = dockerClock(clock)
+	}
 	res, err := b.pool.RunWithOptions(&dockertest.RunOptions{
 		Name:         fmt.Sprintf("redlocktest-%s-%d", b.id, i),
 		Hostname:     fmt.Sprintf("node%d", i),
 		Repository:   repo,
 		Tag:          tag,
 		Cmd:          cmd,
+		Env:          env,
+		Mounts:       mounts,
 		ExposedPorts: []string{redisPort},
 		PortBindings: map[dc.Port][]dc.PortBinding{redisPort: {{HostIP: "127.0.0.1"}}},
 		Networks:     []*dockertest.Network{b.network},

@@ -3,6 +3,8 @@ package redlocktest
 import (
 	"os"
 	"time"
+
+	"github.com/redlockplus/redlock/internal/testkit/clockshim"
 )
 
 // Backend names a way of running the Redis nodes of a Cluster.
@@ -54,6 +56,13 @@ type config struct {
 	serverArgs   []string
 	startTimeout time.Duration
 	redisServer  string
+	// clockShim: some nodes run on the clock shim (WithClockShim);
+	// clockNodes lists them, empty for all.
+	clockShim  bool
+	clockNodes []int
+	// clocks is each node's clock, nil for a node on the real one; Start
+	// fills it before the backend starts any node.
+	clocks []*clockshim.Clock
 }
 
 func newConfig(opts []Option) config {
@@ -107,6 +116,39 @@ func WithServerArgs(args ...string) Option {
 // WithStartTimeout bounds how long a node may take to answer PING after a
 // start or restart. Default DefaultStartTimeout (30 s).
 func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.startTimeout = d } }
+
+// WithClockShim runs the listed nodes, or every node when none is listed,
+// on a wall clock that the test steps while they run, with
+// Cluster.SetClockOffset: a node's clock_gettime(CLOCK_REALTIME),
+// gettimeofday and time add an offset read at every call from a file of
+// the test's, through an LD_PRELOAD shim (internal/testkit/clockshim) built
+// with gcc at the first Start that asks for it; the monotonic clocks are
+// left alone, as a stepped system clock leaves them. The offset starts at
+// 0 and survives Kill and Restart. Redis expires keys and answers TIME by
+// the stepped clock, which is how a test steps a node's clock forward past
+// a lock's TTL. The test fails when gcc is missing (apt-get install gcc),
+// or when a listed index is not a node.
+//
+// On the Docker backend the shim and the offset file are bind-mounted into
+// the node's container (at /clockshim), so the engine must run on this
+// machine, and the image must use glibc: the image built from the local
+// redis-server (see WithImage) and the Debian-based redis:7 do; an Alpine
+// (musl) image does not load the shim. SetClockOffset checks that the node
+// follows the clock it sets.
+func WithClockShim(nodes ...int) Option {
+	return func(c *config) {
+		c.clockShim = true
+		c.clockNodes = append(c.clockNodes, nodes...)
+	}
+}
+
+// clockFor is node i's clock, nil when it runs on the real one.
+func (c *config) clockFor(i int) *clockshim.Clock {
+	if i < len(c.clocks) {
+		return c.clocks[i]
+	}
+	return nil
+}
 
 // redisArgs returns the redis-server arguments that follow the port.
 func (c *config) redisArgs() []string {

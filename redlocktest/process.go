@@ -49,12 +49,16 @@ func (b *processBackend) add(i int) (string, error) {
 // through its proxy, so its own address may change at every start.
 func (b *processBackend) start(i int) (string, error) {
 	n := b.nodes[i]
-	p, err := redisproc.Start(redisproc.Config{
+	pc := redisproc.Config{
 		Binary:  b.binary,
 		Dir:     n.dir,
 		Args:    b.cfg.redisArgs(),
 		Timeout: b.cfg.startTimeout,
-	})
+	}
+	if clock := b.cfg.clockFor(i); clock != nil {
+		pc.Env = clock.Env()
+	}
+	p, err := redisproc.Start(pc)
 	if err != nil {
 		return "", err
 	}
