@@ -55,11 +55,11 @@ func poolNodes(pools []redlock.Pool) []redlock.Node {
 }
 
 // goredisNodes makes go-redis clients that honour the factory's deadlines
-// and never repeat a command on their own.
+// and never repeat a command or a dial on their own.
 func goredisNodes(t *testing.T, addrs []string) []redlock.Node {
 	clients := make([]goredis.UniversalClient, len(addrs))
 	for i, a := range addrs {
-		c := goredis.NewClient(&goredis.Options{Addr: a, ContextTimeoutEnabled: true, MaxRetries: -1})
+		c := goredis.NewClient(&goredis.Options{Addr: a, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 		t.Cleanup(func() { _ = c.Close() })
 		clients[i] = c
 	}

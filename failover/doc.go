@@ -2,7 +2,9 @@
 // module; it has no API. Its tests run contending clients against five real
 // Redis nodes started by redlocktest (Docker containers in CI), inject
 // faults (kills, pauses, partitions, restarts without persistence, slow
-// nodes, lost replies, a crashed holder), and check every history with one
+// nodes, lost replies, a crashed holder, a node's clock stepped; the node
+// guard keeps restarted and stepped nodes out of the vote, and its
+// negative controls turn it off), and check every history with one
 // monotonic clock: the validity intervals of different holders of a lock
 // never overlap, a counter guarded by the lock loses no update, and failed
 // attempts leave no keys behind. With fencing on, tokens grow in

@@ -80,6 +80,7 @@ type history struct {
 	mu        sync.Mutex
 	holds     []interval
 	successAt []span // each successful acquire, from its start to its end
+	failedAt  []failedSpan
 	attempts  int
 	successes int
 	failures  map[string]int
@@ -95,6 +96,12 @@ func newHistory() *history {
 // span is a stretch of the shared clock.
 type span struct{ from, to time.Duration }
 
+// failedSpan is a failed acquire and its cause.
+type failedSpan struct {
+	span
+	cause string
+}
+
 // attempt records one acquire attempt that ran from t0 to t1.
 func (h *history) attempt(t0, t1 time.Duration, err error) {
 	h.mu.Lock()
@@ -106,7 +113,9 @@ func (h *history) attempt(t0, t1 time.Duration, err error) {
 		h.successAt = append(h.successAt, span{t0, t1})
 		return
 	}
-	h.failures[cause(err)]++
+	c := cause(err)
+	h.failures[c]++
+	h.failedAt = append(h.failedAt, failedSpan{span{t0, t1}, c})
 }
 
 // hold records a holding.
@@ -149,6 +158,39 @@ func (h *history) successesIn(from, to time.Duration) int {
 	return n
 }
 
+// failuresIn counts, by cause, the failed acquires that started and ended
+// within [from, to).
+func (h *history) failuresIn(from, to time.Duration) map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]int{}
+	for _, f := range h.failedAt {
+		if f.from >= from && f.to < to {
+			out[f.cause]++
+		}
+	}
+	return out
+}
+
+// longestGap is the longest stretch of [from, to) in which no acquire
+// succeeded: between from, the ends of the successful acquires and to.
+func (h *history) longestGap(from, to time.Duration) time.Duration {
+	h.mu.Lock()
+	ends := []time.Duration{from, to}
+	for _, s := range h.successAt {
+		if s.to > from && s.to < to {
+			ends = append(ends, s.to)
+		}
+	}
+	h.mu.Unlock()
+	slices.Sort(ends)
+	gap := time.Duration(0)
+	for i := 1; i < len(ends); i++ {
+		gap = max(gap, ends[i]-ends[i-1])
+	}
+	return gap
+}
+
 // firstSuccessAfter returns the end of the first successful acquire that
 // ended after t.
 func (h *history) firstSuccessAfter(t time.Duration) (time.Duration, bool) {
@@ -173,6 +215,8 @@ func cause(err error) string {
 		return "refused"
 	case strings.Contains(err.Error(), "validity"):
 		return "validity not positive"
+	case errors.Is(err, redlock.ErrNotVoting): // the node guard kept a yes out
+		return "not voting"
 	case errors.As(err, &ne):
 		return "node errors"
 	case errors.Is(err, redlock.ErrNotAcquired):

@@ -19,7 +19,11 @@
 //
 // MaxRetries: -1 is advised too: a command that go-redis repeats after a
 // lost reply (a SET that did run) reads as a refusal, which is safe but
-// costs the lock an attempt.
+// costs the lock an attempt. So is DialerRetries: 1: by default go-redis
+// dials a node that refuses connections five times, 100 ms apart, so that
+// a command to a node that is down waits out the node timeout instead of
+// failing at once, and contending attempts that all wait on it split the
+// other nodes between them.
 //
 // The commands that concurrent lock operations start on a node go out as
 // go-redis pipelines (redlock.Batcher), one at a time per node and in
