@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +121,9 @@ func TestFlags(t *testing.T) {
 		{args: []string{"-workloads", "W10"}, wantErr: true},
 		{args: []string{"-rounds", "-1"}, wantErr: true},
 		{args: []string{"extra"}, wantErr: true},
+		{args: []string{"-workloads", "W7", "-w7-locks", "1000000"}, want: []string{"W7"}},
+		{args: []string{"-w7-locks", "-5"}, wantErr: true},
+		{args: []string{"-memprofile", "x", "-memprofile-after", "-1s"}, wantErr: true},
 	} {
 		cfg, err := parseFlags(tc.args, io.Discard)
 		if (err != nil) != tc.wantErr {
@@ -132,6 +136,9 @@ func TestFlags(t *testing.T) {
 		}
 		if !tc.wantErr && strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%q: workloads %v, want %v", tc.args, got, tc.want)
+		}
+		if slices.Contains(tc.args, "-w7-locks") && !tc.wantErr && (cfg.workloads[0].Locks != 1000000 || !strings.HasPrefix(cfg.workloads[0].Title, "1000000 locks")) {
+			t.Errorf("%q: W7 %+v, want 1,000,000 locks", tc.args, cfg.workloads[0])
 		}
 	}
 }

@@ -11,6 +11,7 @@
 //	go run -C bench .                 # full run, a few minutes
 //	go run -C bench . -quick          # smoke run, well under a minute
 //	go run -C bench . -workloads W1,W3 -out /tmp/bench
+//	go run -C bench . -workloads W2 -targets redlock -cpuprofile w2.cpu -memprofile w2.heap
 //
 // bench is a module of its own (bench/go.mod), so that redsync and the
 // plotting libraries stay out of the root module's dependencies; `cd bench
@@ -65,6 +66,7 @@ type config struct {
 	args      []string
 	observed  bool     // -observed
 	targets   []string // -targets; nil: all
+	profiles  profiles // -cpuprofile, -memprofile, -memprofile-after
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -77,8 +79,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
 	observed := fs.Bool("observed", false, "also measure redlock with a no-op observer (redlock-noop) and the otel module's (redlock-otel)")
 	targets := fs.String("targets", "", "comma-separated targets to measure, such as redlock,redsync (default: all); a goal is checked when its targets ran")
+	locks := fs.Int("w7-locks", 0, "W7 holds this many locks instead of 100,000 (the 10k, 100k, 1M curve)")
+	var prof profiles
+	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
+	fs.StringVar(&prof.heap, "memprofile", "", "write a heap profile to this file, at the end of the run or -memprofile-after into it")
+	fs.DurationVar(&prof.heapAfter, "memprofile-after", 0, "take the heap profile this long after the workloads start (W7's locks while held), not at the end")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if prof.heapAfter < 0 {
+		return config{}, fmt.Errorf("bench: -memprofile-after %v is negative", prof.heapAfter)
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
@@ -86,6 +96,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	ws, err := selectWorkloads(benchkit.Standard(*quick), *only)
 	if err != nil {
 		return config{}, err
+	}
+	if *locks < 0 {
+		return config{}, fmt.Errorf("bench: -w7-locks %d is negative", *locks)
+	}
+	if *locks > 0 {
+		for i, w := range ws {
+			if w.ID == "W7" {
+				w.Locks = *locks
+				w.Title = fmt.Sprintf("%d locks kept alive with autoextend, TTL %v, for %v", w.Locks, w.TTL, w.Duration)
+				ws[i] = w
+			}
+		}
 	}
 	r := *rounds
 	switch {
@@ -102,7 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			names = append(names, n)
 		}
 	}
-	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args, observed: *observed, targets: names}, nil
+	return config{quick: *quick, out: *out, workloads: ws, rounds: r, redisBin: *bin, args: args, observed: *observed, targets: names, profiles: prof}, nil
 }
 
 // defaultOut is bench/ when run from the repository root (with a go.work),
@@ -353,12 +375,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 
 	rep := newReport(cfg, e)
+	if err := cfg.profiles.start(); err != nil {
+		return err
+	}
 	for _, w := range cfg.workloads {
 		results, rounds, err := e.runWorkload(ctx, w)
 		if err != nil {
+			_ = cfg.profiles.stop()
 			return err
 		}
 		rep.add(w, results, rounds)
+	}
+	if err := cfg.profiles.stop(); err != nil {
+		return err
 	}
 	rep.Notes = append(rep.Notes, e.notes...)
 	_ = e.bar.Finish()
