@@ -34,8 +34,9 @@ type extender struct {
 	obs *observer // the factory's, for node errors of the batches
 
 	mu        sync.Mutex
-	idle      *sync.Cond // signalled when a batch is done
-	held      []*holding // the expiry heap, by holding.expAt
+	idle      *sync.Cond  // signalled when a batch is done
+	held      []*holding  // the expiry heap, by holding.expAt
+	queue     extendQueue // the autoextended holdings not in flight, by holding.at
 	expiry    *time.Timer
 	armed     time.Duration // when expiry fires, on monotonic(); 0: not armed
 	extending int           // the holdings in held that are autoextended
@@ -218,6 +219,7 @@ func (e *extender) scheduleLocked(h *holding, timeout time.Duration) {
 		h.extending = true
 		e.extending++
 	}
+	e.queue.place(h)
 	if !e.running {
 		e.running = e.o.spawn(e.loop) // refused only once the owner closed
 		return
@@ -241,6 +243,7 @@ func (e *extender) stopExtending(h *holding) {
 	}
 	h.extending = false
 	e.extending--
+	e.queue.remove(h)
 	if e.extending == 0 && !e.linger {
 		e.wake() // let the loop end
 	}
@@ -305,39 +308,44 @@ func (e *extender) loop() {
 // idleWake is how long an idle lingering loop sleeps unless kicked.
 const idleWake = time.Hour
 
-// take returns the holdings whose extension is due now (marked busy), or,
-// when none is, sets the loop's alarm for the next; empty means nothing is
-// autoextended and the loop has ended. A lingering loop does not end: it
-// sleeps until kicked or until a new extension moves its alarm.
+// take returns the holdings whose extension is due now (marked busy, and
+// out of the queue until reschedule puts them back), or, when none is,
+// sets the loop's alarm for the next; empty means nothing is autoextended
+// and the loop has ended. A lingering loop does not end: it sleeps until
+// kicked or until a new extension moves its alarm. The loop wakes when the
+// first extension is due and takes, in order of due time, every holding
+// due within its slack, so that one batch carries the extensions of a
+// stretch of time; a holding past its autoextension timeout is let go.
 func (e *extender) take() (batch []*holding, empty bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := monotonic()
 	var next time.Duration
-	for _, h := range e.held {
-		switch {
-		case !h.extending:
-		case h.until != 0 && h.at > h.until:
+	for h := e.queue.first(); h != nil; h = e.queue.first() {
+		if h.until != 0 && h.at > h.until {
 			e.stopExtending(h) // autoextend timeout: let it expire
-		case h.at <= now+h.slack:
-			h.busy = true
-			batch = append(batch, h)
-		case next == 0 || h.at < next:
+			continue
+		}
+		if h.at > now+h.slack {
 			next = h.at
+			break
 		}
+		e.queue.remove(h)
+		h.busy = true
+		batch = append(batch, h)
 	}
-	if e.extending == 0 && len(batch) == 0 {
-		if !e.linger {
-			e.running = false
-			return nil, true
-		}
+	switch {
+	case len(batch) > 0:
+		return batch, false
+	case e.extending == 0 && !e.linger:
+		e.running = false
+		return nil, true
+	case next == 0: // nothing queued: sleep until kicked or alarmed
 		next = now + idleWake
 	}
-	if len(batch) == 0 {
-		e.wakeAt = next
-		e.timer.Reset(next - now)
-	}
-	return batch, false
+	e.wakeAt = next
+	e.timer.Reset(next - now)
+	return nil, false
 }
 
 // stop ends a lingering loop once nothing is scheduled, and the expiry
@@ -419,6 +427,7 @@ func (e *extender) reschedule(h *holding, wait time.Duration) {
 	defer e.mu.Unlock()
 	if h.extending {
 		h.plan(wait)
+		e.queue.place(h)
 	}
 }
 

@@ -16,8 +16,7 @@ var errReleased = errors.New("redlock: released")
 // Done is closed then, and Err reports the cause. The extender, Do and the
 // owner all look at this one value.
 type holding struct {
-	token   string
-	arg     any     // token, boxed once for every command that carries it
+	arg     any     // the token (a string), boxed once for every command that carries it
 	counted uint64  // the nodes whose SET was counted in the attempt
 	fin     *finish // transports that are not FIFO: the attempt's calls
 	fence   int64   // the fencing token; 0 when not fenced (fence.go)
@@ -37,12 +36,19 @@ type holding struct {
 	slack     time.Duration // how much earlier it may join a batch
 	until     time.Duration // autoextension stops after this; 0: never
 	pos       int32         // 1 + its index in the expiry heap; 0: not in it
+	qpos      int32         // 1 + its index in the extension queue; 0: not in it
 	extending bool          // autoextended
 	busy      bool          // part of the batch in flight
 
 	// Beside pos and the flags, so that a holding keeps its size class.
 	why   LossCause // how it was lost, once it was (under mu)
 	inSet bool      // a part of a MultiLock's set, which reports its loss
+}
+
+// token is the holding's token.
+func (h *holding) token() string {
+	t, _ := h.arg.(string)
+	return t
 }
 
 // closedDone is what Done returns for a holding that never started.
@@ -191,7 +197,7 @@ func (s *held) start(h *holding) {
 // before the first, "", a closed channel and nil.
 func (s *held) token() string {
 	if h := s.holding(); h != nil {
-		return h.token
+		return h.token()
 	}
 	return ""
 }

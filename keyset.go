@@ -207,7 +207,7 @@ func (ks keySet) release(ctx context.Context, fan *fanout, hs []*holding) round 
 		for i, h := range hs {
 			// Behind both the late attempt and this delete, so that it
 			// never races the delete that the release counts.
-			d := ks.locks[i].discardOf(h.token)
+			d := ks.locks[i].discardOf(h.token())
 			for j, n := range fan.nodes {
 				if h.counted&(1<<j) == 0 {
 					n.cleaner.addBehind(d, true, h.fin, r.fin.done)
@@ -260,7 +260,7 @@ func (ks keySet) announce(hs []*holding, r *round) {
 	}
 	for i, h := range hs {
 		if t := ks.keyTally(r, i); r == nil || t.reached(ks.locks[i].cfg.quorum) {
-			w.released(ks.locks[i].name, h.token)
+			w.released(ks.locks[i].name, h.token())
 		}
 	}
 }

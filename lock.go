@@ -186,7 +186,7 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, tally, err
 	if l.x != nil {
 		token += l.x.suffix
 	}
-	h := &holding{token: token, arg: token, l: l}
+	h := &holding{arg: token, l: l}
 	var commit func(round, time.Duration) (time.Duration, error)
 	if l.cfg.fencing {
 		commit = func(r round, v time.Duration) (time.Duration, error) { return l.commitFence(ctx, h, r, v) }
@@ -271,7 +271,7 @@ func (l *Lock) lose(h *holding, why LossCause, cause error) {
 	if l.obs != nil && !h.inSet { // a set's loss is its own event (MultiLock.lose)
 		l.obs.lost(l.name, h, why, cause)
 	}
-	d := l.discardOf(h.token)
+	d := l.discardOf(h.token())
 	for _, n := range l.fan.nodes {
 		n.cleaner.add(d, false)
 	}

@@ -129,16 +129,16 @@ func (m *MultiLock) try(ctx context.Context) (time.Duration, tally, error) {
 	if err != nil {
 		return 0, t, err
 	}
-	return w.validity, t, m.startHolding(token, arg, w)
+	return w.validity, t, m.startHolding(arg, w)
 }
 
 // startHolding starts a holding of every name, and of the set over them:
 // the loss of any name (or Close) ends the set and gives up the others.
-func (m *MultiLock) startHolding(token string, arg any, w won) error {
-	set := &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, begun: monotonic()}
+func (m *MultiLock) startHolding(arg any, w won) error {
+	set := &holding{arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, begun: monotonic()}
 	parts := make([]*holding, len(m.keys.locks))
 	for i := range parts {
-		parts[i] = &holding{token: token, arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, l: m.keys.locks[i], inSet: true}
+		parts[i] = &holding{arg: arg, counted: w.counted, fin: w.fin, validUntil: w.until, l: m.keys.locks[i], inSet: true}
 	}
 	m.held.mu.Lock()
 	m.cur, m.parts = set, parts
