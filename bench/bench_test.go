@@ -123,7 +123,8 @@ func TestFlags(t *testing.T) {
 		{args: []string{"extra"}, wantErr: true},
 		{args: []string{"-workloads", "W7", "-w7-locks", "1000000"}, want: []string{"W7"}},
 		{args: []string{"-w7-locks", "-5"}, wantErr: true},
-		{args: []string{"-memprofile", "x", "-memprofile-after", "-1s"}, wantErr: true},
+		{args: []string{"-memprofile", "x", "-profile-after", "-1s"}, wantErr: true},
+		{args: []string{"-cpuprofile", "x", "-profile-for", "-1s"}, wantErr: true},
 	} {
 		cfg, err := parseFlags(tc.args, io.Discard)
 		if (err != nil) != tc.wantErr {

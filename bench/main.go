@@ -64,9 +64,9 @@ type config struct {
 	rounds    int
 	redisBin  string
 	args      []string
-	observed  bool     // -observed
-	targets   []string // -targets; nil: all
-	profiles  profiles // -cpuprofile, -memprofile, -memprofile-after
+	observed  bool      // -observed
+	targets   []string  // -targets; nil: all
+	profiles  *profiles // -cpuprofile, -memprofile, -profile-after, -profile-for
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -80,15 +80,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	observed := fs.Bool("observed", false, "also measure redlock with a no-op observer (redlock-noop) and the otel module's (redlock-otel)")
 	targets := fs.String("targets", "", "comma-separated targets to measure, such as redlock,redsync (default: all); a goal is checked when its targets ran")
 	locks := fs.Int("w7-locks", 0, "W7 holds this many locks instead of 100,000 (the 10k, 100k, 1M curve)")
-	var prof profiles
+	prof := &profiles{}
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
-	fs.StringVar(&prof.heap, "memprofile", "", "write a heap profile to this file, at the end of the run or -memprofile-after into it")
-	fs.DurationVar(&prof.heapAfter, "memprofile-after", 0, "take the heap profile this long after the workloads start (W7's locks while held), not at the end")
+	fs.StringVar(&prof.heap, "memprofile", "", "write a heap profile to this file, at the end of the run or -profile-after into it")
+	fs.DurationVar(&prof.after, "profile-after", 0, "take the heap profile and start the CPU profile this long after the workloads start (W7's locks while held)")
+	fs.DurationVar(&prof.dur, "profile-for", 0, "end the CPU profile this long after -profile-after (default: at the end of the run)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	if prof.heapAfter < 0 {
-		return config{}, fmt.Errorf("bench: -memprofile-after %v is negative", prof.heapAfter)
+	if prof.after < 0 || prof.dur < 0 {
+		return config{}, fmt.Errorf("bench: -profile-after %v and -profile-for %v must not be negative", prof.after, prof.dur)
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("bench: unexpected arguments %q", fs.Args())

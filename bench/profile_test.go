@@ -7,24 +7,27 @@ import (
 	"time"
 )
 
-// TestProfiles: the CPU profile and the heap profile are written, the heap
-// one during the run when -memprofile-after falls inside it and at the end
-// when the run is shorter.
+// TestProfiles: both profiles are written, for the whole run, for a
+// window inside it, and for a window that the run ends before.
 func TestProfiles(t *testing.T) {
-	for _, after := range []time.Duration{0, 20 * time.Millisecond, time.Hour} {
+	for _, w := range []struct{ after, dur time.Duration }{{0, 0}, {20 * time.Millisecond, 0}, {10 * time.Millisecond, 20 * time.Millisecond}, {time.Hour, time.Hour}} {
 		dir := t.TempDir()
-		p := profiles{cpu: filepath.Join(dir, "cpu"), heap: filepath.Join(dir, "heap"), heapAfter: after}
+		p := &profiles{cpu: filepath.Join(dir, "cpu"), heap: filepath.Join(dir, "heap"), after: w.after, dur: w.dur}
+		cpu, heap := p.cpu, p.heap
 		if err := p.start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 		if err := p.stop(); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range []string{p.cpu, p.heap} {
-			if st, err := os.Stat(f); err != nil || st.Size() == 0 {
-				t.Errorf("after %v: %s not written: %v", after, f, err)
+		for _, f := range []string{heap, cpu} {
+			if st, err := os.Stat(f); w.after < time.Hour && (err != nil || st.Size() == 0) {
+				t.Errorf("window %+v: %s not written: %v", w, f, err)
 			}
+		}
+		if _, err := os.Stat(heap); err != nil {
+			t.Errorf("window %+v: no heap profile after a run that ended first: %v", w, err)
 		}
 	}
 }
