@@ -24,19 +24,20 @@ const maxExtendBatch = 1000
 // Close stops it.
 //
 // Every live holding of the owner's locks, autoextended or not, is in one
-// min-heap by the end of its validity, under one runtime timer
-// (time.AfterFunc) armed for the earliest: when it fires, the holdings
-// whose validity ran out are lost. The bookkeeping of both lives in the
-// holdings themselves.
+// time queue (timequeue.go) by the end of its validity, under one runtime
+// timer (time.AfterFunc) armed for the earliest: when it fires, the
+// holdings whose validity ran out are lost. The autoextended ones are in a
+// second, by when their next extension is due. The bookkeeping of both
+// lives in the holdings themselves.
 type extender struct {
 	g   *nodeGroup
 	o   *owner
 	obs *observer // the factory's, for node errors of the batches
 
 	mu        sync.Mutex
-	idle      *sync.Cond  // signalled when a batch is done
-	held      []*holding  // the expiry heap, by holding.expAt
-	queue     extendQueue // the autoextended holdings not in flight, by holding.at
+	idle      *sync.Cond // signalled when a batch is done
+	held      timeQueue  // every live holding, by holding.expAt
+	queue     timeQueue  // the autoextended holdings not in a batch in flight, by holding.at
 	expiry    *time.Timer
 	armed     time.Duration // when expiry fires, on monotonic(); 0: not armed
 	extending int           // the holdings in held that are autoextended
@@ -54,11 +55,13 @@ func newExtender(g *nodeGroup) *extender {
 	e.expiry = time.AfterFunc(idleWake, e.expire)
 	e.expiry.Stop()
 	e.idle = sync.NewCond(&e.mu)
+	e.held = newTimeQueue(func(h *holding) time.Duration { return h.expAt }, func(h *holding) *int32 { return &h.pos })
+	e.queue = newTimeQueue(func(h *holding) time.Duration { return h.at }, func(h *holding) *int32 { return &h.qpos })
 	return e
 }
 
 // add puts a new holding, already registered with the owner, under the
-// extender: into the expiry heap, and into the autoextension schedule when
+// extender: into the expiry queue, and into the autoextension schedule when
 // autoextend is on. A holding that ended meanwhile is left out.
 func (e *extender) add(h *holding, autoextend bool, timeout time.Duration) {
 	e.mu.Lock()
@@ -71,7 +74,7 @@ func (e *extender) add(h *holding, autoextend bool, timeout time.Duration) {
 	}
 }
 
-// push puts h into the expiry heap unless it ended, and arms the expiry
+// push puts h into the expiry queue unless it ended, and arms the expiry
 // timer when h is now the earliest; it reports whether h is live.
 func (e *extender) push(h *holding) bool {
 	h.mu.Lock()
@@ -81,9 +84,7 @@ func (e *extender) push(h *holding) bool {
 		return false
 	}
 	h.expAt = until
-	e.held = append(e.held, h)
-	h.pos = int32(len(e.held))
-	e.up(len(e.held) - 1)
+	e.held.put(h)
 	if e.armed == 0 || until < e.armed {
 		e.armed = until
 		e.expiry.Reset(until - monotonic())
@@ -91,29 +92,28 @@ func (e *extender) push(h *holding) bool {
 	return true
 }
 
-// moved re-sorts h in the expiry heap after its validity was extended.
+// moved re-queues h for expiry after its validity was extended.
 // The timer stays armed: if h was the earliest, it fires early, finds
 // nothing due and arms again.
 func (e *extender) moved(h *holding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if h.pos == 0 {
+	if !e.held.queued(h) {
 		return // ended, or being looked at by expire, which reads the new validity
 	}
+	e.held.remove(h)
 	h.mu.Lock()
 	h.expAt = h.validUntil
 	h.mu.Unlock()
-	e.down(int(h.pos) - 1)
+	e.held.put(h)
 }
 
-// drop takes an ended holding out of the expiry heap and the schedule,
+// drop takes an ended holding out of the expiry queue and the schedule,
 // without waiting for a batch in flight.
 func (e *extender) drop(h *holding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if h.pos != 0 {
-		e.remove(int(h.pos) - 1)
-	}
+	e.held.remove(h)
 	e.stopExtending(h)
 }
 
@@ -124,10 +124,20 @@ func (e *extender) expire() {
 	e.armed = 0
 	now := monotonic()
 	var due []*holding
-	for len(e.held) > 0 && e.held[0].expAt <= now {
-		h := e.held[0]
-		e.remove(0)
-		due = append(due, h)
+	for b := e.held.first(); b != nil; b = e.held.first() {
+		left := false // a holding of the bucket is still valid
+		for i := 0; i < len(*b); {
+			if h := (*b)[i]; h.expAt <= now {
+				e.held.remove(h) // the bucket's last holding takes its place
+				due = append(due, h)
+			} else {
+				left = true
+				i++
+			}
+		}
+		if left {
+			break
+		}
 	}
 	e.rearm()
 	e.mu.Unlock()
@@ -146,57 +156,9 @@ func (e *extender) expire() {
 
 // rearm arms the expiry timer for the earliest holding, if any.
 func (e *extender) rearm() {
-	if len(e.held) > 0 {
-		e.armed = e.held[0].expAt
+	if b := e.held.first(); b != nil {
+		e.armed = e.held.earliest(b)
 		e.expiry.Reset(e.armed - monotonic())
-	}
-}
-
-// remove takes the holding at index i out of the expiry heap.
-func (e *extender) remove(i int) {
-	last := len(e.held) - 1
-	h := e.held[i]
-	if i != last {
-		e.swap(i, last)
-	}
-	e.held[last] = nil
-	e.held = e.held[:last]
-	h.pos = 0
-	if i != last {
-		e.down(i)
-		e.up(i)
-	}
-}
-
-func (e *extender) swap(i, j int) {
-	e.held[i], e.held[j] = e.held[j], e.held[i]
-	e.held[i].pos, e.held[j].pos = int32(i+1), int32(j+1)
-}
-
-func (e *extender) up(i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if e.held[parent].expAt <= e.held[i].expAt {
-			return
-		}
-		e.swap(i, parent)
-		i = parent
-	}
-}
-
-func (e *extender) down(i int) {
-	for {
-		least := i
-		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < len(e.held) && e.held[c].expAt < e.held[least].expAt {
-				least = c
-			}
-		}
-		if least == i {
-			return
-		}
-		e.swap(i, least)
-		i = least
 	}
 }
 
@@ -214,12 +176,13 @@ func (e *extender) scheduleLocked(h *holding, timeout time.Duration) {
 	if timeout > 0 {
 		h.until = monotonic() + timeout
 	}
+	e.queue.remove(h) // its time changes
 	h.plan(h.remaining() * 3 / 4)
+	e.queue.put(h)
 	if !h.extending {
 		h.extending = true
 		e.extending++
 	}
-	e.queue.place(h)
 	if !e.running {
 		e.running = e.o.spawn(e.loop) // refused only once the owner closed
 		return
@@ -313,26 +276,37 @@ const idleWake = time.Hour
 // sets the loop's alarm for the next; empty means nothing is autoextended
 // and the loop has ended. A lingering loop does not end: it sleeps until
 // kicked or until a new extension moves its alarm. The loop wakes when the
-// first extension is due and takes, in order of due time, every holding
-// due within its slack, so that one batch carries the extensions of a
-// stretch of time; a holding past its autoextension timeout is let go.
+// first extension is due and takes, bucket by bucket in order of due time,
+// every holding due within its slack, up to the first bucket that keeps
+// one that is not, so that one batch carries the extensions of a stretch
+// of time; a holding past its autoextension timeout is let go.
 func (e *extender) take() (batch []*holding, empty bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := monotonic()
 	var next time.Duration
-	for h := e.queue.first(); h != nil; h = e.queue.first() {
-		if h.until != 0 && h.at > h.until {
-			e.stopExtending(h) // autoextend timeout: let it expire
-			continue
+	for b := e.queue.first(); b != nil; b = e.queue.first() {
+		left := false // a holding of the bucket is not due yet
+		for i := 0; i < len(*b); {
+			h := (*b)[i]
+			switch {
+			case h.until != 0 && h.at > h.until:
+				e.stopExtending(h) // autoextend timeout: let it expire; takes it out of *b
+			case h.at > now+h.slack:
+				left = true
+				if next == 0 || h.at < next {
+					next = h.at
+				}
+				i++
+			default:
+				e.queue.remove(h) // the bucket's last holding takes its place
+				h.busy = true
+				batch = append(batch, h)
+			}
 		}
-		if h.at > now+h.slack {
-			next = h.at
+		if left {
 			break
 		}
-		e.queue.remove(h)
-		h.busy = true
-		batch = append(batch, h)
 	}
 	switch {
 	case len(batch) > 0:
@@ -360,18 +334,16 @@ func (e *extender) stop() {
 
 // extend sends one batch to every node and applies the outcome per lock.
 func (e *extender) extend(batch []*holding) {
-	keys := make([]any, len(batch))
-	args := make([]any, 0, 2*len(batch))
 	var nodeTimeout time.Duration
 	var rule voteRule
-	for i, h := range batch {
-		keys[i] = h.l.nameArg
-		args = append(args, h.arg, h.l.ttlArg)
+	cmd := extendManyScript.batchCmd(judgeList(len(batch)), len(batch), 2, func(i int, args []any) any {
+		h := batch[i]
+		args[0], args[1] = h.arg, h.l.ttlArg
 		nodeTimeout = max(nodeTimeout, h.l.cfg.nodeTimeout)
 		rule.tighten(h.l.vote)
-	}
+		return h.l.nameArg
+	})
 	fan := e.g.fan(len(e.g.nodes), nodeTimeout, e.obs)
-	cmd := extendManyScript.cmd(judgeList(len(batch)), keys, args...)
 	if batch[0].l.vote != nil { // the guard's options are the factory's: on for all or none
 		cmd.asVote(&rule)
 	}
@@ -426,8 +398,9 @@ func (e *extender) reschedule(h *holding, wait time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if h.extending {
+		e.queue.remove(h) // queued again by a StartAutoextend while in flight
 		h.plan(wait)
-		e.queue.place(h)
+		e.queue.put(h)
 	}
 }
 

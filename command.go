@@ -33,6 +33,19 @@ func (s *script) cmd(judge func(v any) reply, keys []any, args ...any) *command 
 	return &command{script: s, args: all, nkeys: len(keys), judge: judge}
 }
 
+// batchCmd builds a command of script s over n keys, each with per
+// arguments of its own: key(i, args) returns key i and writes its
+// arguments into args. A batch of many locks is built in one slice,
+// without the copies cmd makes.
+func (s *script) batchCmd(judge func(v any) reply, n, per int, key func(i int, args []any) any) *command {
+	all := make([]any, 2+n+per*n)
+	all[0], all[1] = s.hashArg, n
+	for i := range n {
+		all[2+i] = key(i, all[2+n+per*i:2+n+per*(i+1)])
+	}
+	return &command{script: s, args: all, nkeys: n, judge: judge}
+}
+
 // plainCmd builds a plain command.
 func plainCmd(judge func(v any) reply, name string, args ...any) *command {
 	return &command{name: name, args: args, judge: judge}

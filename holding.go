@@ -30,13 +30,13 @@ type holding struct {
 	begun      time.Duration        // when it started, on monotonic(): for observers
 
 	// The extender's bookkeeping, under its mu (autoextend.go): the
-	// holding's place in the expiry heap and its autoextension schedule.
-	expAt     time.Duration // validUntil as the expiry heap knows it
+	// holding's place in the expiry queue and its autoextension schedule.
+	expAt     time.Duration // validUntil as the expiry queue knows it
 	at        time.Duration // when the next extension is due, on monotonic()
 	slack     time.Duration // how much earlier it may join a batch
 	until     time.Duration // autoextension stops after this; 0: never
-	pos       int32         // 1 + its index in the expiry heap; 0: not in it
-	qpos      int32         // 1 + its index in the extension queue; 0: not in it
+	pos       int32         // 1 + its index in its bucket of the expiry queue; 0: not in it
+	qpos      int32         // 1 + its index in its bucket of the extension queue; 0: not in it
 	extending bool          // autoextended
 	busy      bool          // part of the batch in flight
 
@@ -142,7 +142,7 @@ func (h *holding) remaining() time.Duration {
 }
 
 // extendTo moves the end of the validity to until, if later, and tells
-// the extender's expiry heap. It fails with the holding's end when it
+// the extender's expiry queue. It fails with the holding's end when it
 // ended meanwhile.
 func (h *holding) extendTo(until time.Time) error {
 	u := onMonotonic(until)

@@ -1,0 +1,142 @@
+package redlock
+
+import "time"
+
+// queueSlot is the width of a timeQueue's buckets. Any width works, since
+// the users look at each holding's own time; this one keeps a bucket's
+// holdings few enough to look through and the buckets few enough to
+// order: a lock of a 30 s TTL is due every 22 s, which 2,800 buckets
+// cover.
+const queueSlot = 8 * time.Millisecond
+
+// timeQueue keeps holdings by a time of theirs (key): bucket s holds those
+// whose time is in [s*queueSlot, (s+1)*queueSlot), and order is a
+// min-heap of the buckets' numbers. A holding knows its place in its
+// bucket (pos); its bucket is its time's, so a holding's time must not
+// change while it is queued: take it out, change it, put it back. Every
+// operation is constant work, and the earliest holdings are a bucket
+// away. Min-heaps of the holdings cost a cache miss at each of 20 levels
+// at a million held locks, and a scan of every held lock at every wake
+// before them was most of the client's CPU (BENCHMARKS.md, "Performance,
+// round 3"). The extender keeps two, under its mu: the expiry of every
+// live holding and the autoextension schedule.
+type timeQueue struct {
+	key func(h *holding) time.Duration
+	pos func(h *holding) *int32 // 1 + its index in its bucket; 0: not queued
+	// buckets has a bucket for each number in order, once: an emptied
+	// bucket stays until it is first, so that holdings coming and going
+	// in one bucket (short holdings, as in W2) neither insert nor delete
+	// in the map, and order holds no number twice.
+	buckets map[int64]*[]*holding
+	order   []int64 // the buckets' numbers, a min-heap
+	// free keeps dropped buckets for reuse, so that a lock taken and
+	// released alone, whose holding has a bucket of its own in each
+	// queue, allocates none.
+	free []*[]*holding
+}
+
+// maxFreeBuckets bounds the dropped buckets kept for reuse.
+const maxFreeBuckets = 64
+
+func newTimeQueue(key func(*holding) time.Duration, pos func(*holding) *int32) timeQueue {
+	return timeQueue{key: key, pos: pos, buckets: map[int64]*[]*holding{}}
+}
+
+// queued reports whether h is in the queue.
+func (q *timeQueue) queued(h *holding) bool { return *q.pos(h) != 0 }
+
+// put adds h, which must not be queued, by its time.
+func (q *timeQueue) put(h *holding) {
+	s := int64(q.key(h) / queueSlot)
+	b := q.buckets[s]
+	if b == nil {
+		if n := len(q.free); n > 0 {
+			b = q.free[n-1]
+			q.free = q.free[:n-1]
+		} else {
+			b = new([]*holding)
+		}
+		q.buckets[s] = b
+		q.push(s)
+	}
+	*b = append(*b, h)
+	*q.pos(h) = int32(len(*b))
+}
+
+// remove takes h out, if it is in the queue.
+func (q *timeQueue) remove(h *holding) {
+	p := q.pos(h)
+	if *p == 0 {
+		return
+	}
+	s := int64(q.key(h) / queueSlot)
+	b := q.buckets[s]
+	items := *b
+	i, last := int(*p)-1, len(items)-1
+	if i != last {
+		items[i] = items[last]
+		*q.pos(items[i]) = int32(i + 1)
+	}
+	items[last] = nil
+	*b = items[:last]
+	*p = 0
+}
+
+// first returns the holdings of the earliest bucket that has any, nil
+// when the queue is empty, dropping the empty buckets before it. The
+// slice is the bucket's own: remove changes it.
+func (q *timeQueue) first() *[]*holding {
+	for len(q.order) > 0 {
+		s := q.order[0]
+		b := q.buckets[s]
+		if len(*b) > 0 {
+			return b
+		}
+		delete(q.buckets, s)
+		if len(q.free) < maxFreeBuckets {
+			q.free = append(q.free, b)
+		}
+		q.pop()
+	}
+	return nil
+}
+
+// earliest is the earliest time in bucket b, which is not empty.
+func (q *timeQueue) earliest(b *[]*holding) time.Duration {
+	t := q.key((*b)[0])
+	for _, h := range (*b)[1:] {
+		t = min(t, q.key(h))
+	}
+	return t
+}
+
+func (q *timeQueue) push(s int64) {
+	q.order = append(q.order, s)
+	for i := len(q.order) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if q.order[parent] <= q.order[i] {
+			break
+		}
+		q.order[parent], q.order[i] = q.order[i], q.order[parent]
+		i = parent
+	}
+}
+
+func (q *timeQueue) pop() {
+	last := len(q.order) - 1
+	q.order[0] = q.order[last]
+	q.order = q.order[:last]
+	for i := 0; ; {
+		least := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(q.order) && q.order[c] < q.order[least] {
+				least = c
+			}
+		}
+		if least == i {
+			return
+		}
+		q.order[i], q.order[least] = q.order[least], q.order[i]
+		i = least
+	}
+}
