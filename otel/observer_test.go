@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,8 +105,11 @@ func TestScenario(t *testing.T) {
 	}
 	// From now on each command to node 2 is one refused connection: the
 	// release, the next acquisition and the loss detector's first check of
-	// that holding send one each.
-	before := series(t, reader)
+	// that holding send one each. Work already under way when the kill was
+	// seen (a command in flight on the broken connection, the loss
+	// detector checking its holdings again once its subscriber lost node
+	// 2) reports on a loaded machine after that: let it settle first.
+	before := settled(t, reader)
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +173,32 @@ func TestScenario(t *testing.T) {
 	}
 
 	checkSpans(t, spans.Ended(), parent.SpanContext().SpanID())
+}
+
+// settled returns the series once node 2's error counts have not moved
+// for 200 ms (5 s at most).
+func settled(t *testing.T, r sdkmetric.Reader) map[string]float64 {
+	t.Helper()
+	errs := func(m map[string]float64) string {
+		var out []string
+		for k, v := range m {
+			if strings.HasPrefix(k, "redlock.node.errors{") && strings.HasSuffix(k, "redlock.node=2}") {
+				out = append(out, fmt.Sprint(k, v))
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	cur := series(t, r)
+	for still, deadline := time.Now(), time.Now().Add(5*time.Second); time.Since(still) < 200*time.Millisecond && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		next := series(t, r)
+		if errs(next) != errs(cur) {
+			still = time.Now()
+		}
+		cur = next
+	}
+	return cur
 }
 
 // nodeRefused reports whether node 2's connection refusal was counted.

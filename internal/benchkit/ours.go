@@ -16,9 +16,11 @@ import (
 const RestartWindow = time.Second
 
 // NodesReady waits until nodes started at started are old enough to vote
-// under RestartWindow, or ctx ends.
+// under RestartWindow, or ctx ends. The guard counts a node's run from
+// INFO's uptime_in_seconds, in whole seconds, so up to a second short:
+// the wait is the window, that second and a margin.
 func NodesReady(ctx context.Context, started time.Time) error {
-	t := time.NewTimer(time.Until(started.Add(RestartWindow + 100*time.Millisecond)))
+	t := time.NewTimer(time.Until(started.Add(RestartWindow + time.Second + 100*time.Millisecond)))
 	defer t.Stop()
 	select {
 	case <-t.C:
