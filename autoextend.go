@@ -123,22 +123,7 @@ func (e *extender) expire() {
 	e.mu.Lock()
 	e.armed = 0
 	now := monotonic()
-	var due []*holding
-	for b := e.held.first(); b != nil; b = e.held.first() {
-		left := false // a holding of the bucket is still valid
-		for i := 0; i < len(*b); {
-			if h := (*b)[i]; h.expAt <= now {
-				e.held.remove(h) // the bucket's last holding takes its place
-				due = append(due, h)
-			} else {
-				left = true
-				i++
-			}
-		}
-		if left {
-			break
-		}
-	}
+	due := e.held.popDue(func(h *holding) bool { return h.expAt <= now }, nil)
 	e.rearm()
 	e.mu.Unlock()
 	for _, h := range due {
@@ -285,28 +270,20 @@ func (e *extender) take() (batch []*holding, empty bool) {
 	defer e.mu.Unlock()
 	now := monotonic()
 	var next time.Duration
-	for b := e.queue.first(); b != nil; b = e.queue.first() {
-		left := false // a holding of the bucket is not due yet
-		for i := 0; i < len(*b); {
-			h := (*b)[i]
-			switch {
-			case h.until != 0 && h.at > h.until:
-				e.stopExtending(h) // autoextend timeout: let it expire; takes it out of *b
-			case h.at > now+h.slack:
-				left = true
-				if next == 0 || h.at < next {
-					next = h.at
-				}
-				i++
-			default:
-				e.queue.remove(h) // the bucket's last holding takes its place
-				h.busy = true
-				batch = append(batch, h)
-			}
+	overdue := func(h *holding) bool { return h.until != 0 && h.at > h.until }
+	due := e.queue.popDue(func(h *holding) bool { return h.at <= now+h.slack || overdue(h) }, func(h *holding) {
+		if next == 0 || h.at < next {
+			next = h.at
 		}
-		if left {
-			break
+	})
+	batch = due[:0]
+	for _, h := range due {
+		if overdue(h) {
+			e.stopExtending(h) // autoextend timeout: let it expire
+			continue
 		}
+		h.busy = true
+		batch = append(batch, h)
 	}
 	switch {
 	case len(batch) > 0:

@@ -147,9 +147,7 @@ func TestRestartGuard(t *testing.T) {
 			// Node 0 persists nothing. Its first start is a restart to the
 			// guard: it votes once it has run for the window (the TTL;
 			// uptime is in whole seconds).
-			c.Nodes[0].Args = redistest.Volatile
-			c.Nodes[0].Kill()
-			c.Nodes[0].Start()
+			c.Nodes[0].RestartVolatile()
 			time.Sleep(guardTTL + 1100*time.Millisecond)
 			guardedFault(t, c, pools, path.opts, "rg:lock", func() {
 				c.Nodes[0].Kill()
@@ -195,9 +193,7 @@ func TestQuarantinedNodeOperations(t *testing.T) {
 	for _, path := range guardPaths {
 		t.Run(path.name, func(t *testing.T) {
 			c, pools := cluster(t, 3)
-			c.Nodes[0].Args = redistest.Volatile
-			c.Nodes[0].Kill()
-			c.Nodes[0].Start()
+			c.Nodes[0].RestartVolatile()
 			var mu sync.Mutex
 			var votes []redlock.NodeVoteEvent
 			obs := redlock.Observer{NodeVote: func(e redlock.NodeVoteEvent) {
@@ -252,9 +248,7 @@ func TestQuarantinedNodeOperations(t *testing.T) {
 // reported once to the observer; a killed node is unreachable.
 func TestHealth(t *testing.T) {
 	c, pools := cluster(t, 4)
-	c.Nodes[1].Args = redistest.Volatile
-	c.Nodes[1].Kill()
-	c.Nodes[1].Start()
+	c.Nodes[1].RestartVolatile()
 	c.Nodes[2].Kill()
 	c.Nodes[2].Args = []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}
 	c.Nodes[2].Start()
@@ -271,10 +265,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	hs, err := f.Health(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := mustHealth(t, f)
 	if len(hs) != 4 {
 		t.Fatalf("%d reports for 4 nodes", len(hs))
 	}
@@ -293,9 +284,7 @@ func TestHealth(t *testing.T) {
 	if d := hs[0].ClockOffset; d > time.Second || d < -time.Second {
 		t.Errorf("clock offset of a local node %v", d)
 	}
-	if _, err := f.Health(ctxT(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	mustHealth(t, f)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(risks) != 1 || risks[0].Node != 2 || !strings.Contains(risks[0].Risk, "volatile-lru") {
@@ -305,6 +294,16 @@ func TestHealth(t *testing.T) {
 	if _, err := f.Health(context.Background()); !errors.Is(err, redlock.ErrClosed) {
 		t.Errorf("Health after Close: %v, want ErrClosed", err)
 	}
+}
+
+// mustHealth returns f's Health, failing the test on an error.
+func mustHealth(t *testing.T, f *redlock.Factory) []redlock.NodeHealth {
+	t.Helper()
+	hs, err := f.Health(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs
 }
 
 // TestGuardOptions: a negative window or allowance is an invalid argument,
@@ -399,10 +398,7 @@ func TestHealthDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	hs, err := f.Health(ctxT(t, 10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	hs := mustHealth(t, f)
 	for i, h := range hs[:3] {
 		if !h.Voting || h.Err != nil {
 			t.Errorf("node %d: %+v, want it voting", i, h)

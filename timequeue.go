@@ -101,6 +101,35 @@ func (q *timeQueue) first() *[]*holding {
 	return nil
 }
 
+// popDue takes out and returns, bucket by bucket from the earliest, the
+// holdings that due says are due, up to the first bucket that keeps one
+// that is not; kept, when not nil, is called for each holding kept there.
+// The holdings after that bucket are later ones, which the callers leave
+// for a later look.
+func (q *timeQueue) popDue(due func(h *holding) bool, kept func(h *holding)) []*holding {
+	var out []*holding
+	for b := q.first(); b != nil; b = q.first() {
+		left := false
+		for i := 0; i < len(*b); {
+			h := (*b)[i]
+			if due(h) {
+				q.remove(h) // the bucket's last holding takes its place
+				out = append(out, h)
+				continue
+			}
+			left = true
+			if kept != nil {
+				kept(h)
+			}
+			i++
+		}
+		if left {
+			break
+		}
+	}
+	return out
+}
+
 // earliest is the earliest time in bucket b, which is not empty.
 func (q *timeQueue) earliest(b *[]*holding) time.Duration {
 	t := q.key((*b)[0])

@@ -9,8 +9,8 @@ import (
 // TestTimeQueue: under random putting, moving and removing, every queued
 // holding sits in the bucket of its time at the place it knows, no other
 // holding is queued, first returns the earliest bucket and earliest its
-// earliest time; drained through first and remove, the holdings come out
-// in order of their buckets.
+// earliest time; popDue takes what is due up to a cutoff; drained through
+// first and remove, the holdings come out in order of their buckets.
 func TestTimeQueue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	q := newTimeQueue(func(h *holding) time.Duration { return h.at }, func(h *holding) *int32 { return &h.qpos })
@@ -31,6 +31,25 @@ func TestTimeQueue(t *testing.T) {
 		if step%97 == 0 {
 			checkQueue(t, &q, queued)
 		}
+	}
+	checkQueue(t, &q, queued)
+	// popDue takes every holding due by the cutoff from the buckets
+	// before the cutoff's, stops in that bucket, and takes nothing later.
+	cutoff := time.Second + queueSlot/2
+	var kept int
+	for _, h := range q.popDue(func(h *holding) bool { return h.at <= cutoff }, func(*holding) { kept++ }) {
+		if h.at > cutoff || q.queued(h) {
+			t.Fatalf("popDue took a holding at %v (queued %v), cutoff %v", h.at, q.queued(h), cutoff)
+		}
+		delete(queued, h)
+	}
+	for h := range queued {
+		if h.at < cutoff/queueSlot*queueSlot {
+			t.Fatalf("popDue left a holding at %v, before the cutoff's bucket", h.at)
+		}
+	}
+	if kept == 0 {
+		t.Fatal("popDue kept no holding of the cutoff's bucket")
 	}
 	checkQueue(t, &q, queued)
 	last := int64(-1)

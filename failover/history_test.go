@@ -191,6 +191,21 @@ func (h *history) longestGap(from, to time.Duration) time.Duration {
 	return gap
 }
 
+// acquireOnce has l take its lock in one attempt, recorded in h, and returns
+// when the attempt ended and the validity it gave; the test fails, saying
+// where, when the lock was not taken.
+func acquireOnce(t *testing.T, h *history, l *redlock.Lock, where string) (end, validity time.Duration) {
+	t.Helper()
+	t0 := now()
+	validity, err := l.TryAcquire(context.Background())
+	end = now()
+	h.attempt(t0, end, err)
+	if err != nil {
+		t.Fatalf("A could not acquire on %s: %v", where, err)
+	}
+	return end, validity
+}
+
 // firstSuccessAfter returns the end of the first successful acquire that
 // ended after t.
 func (h *history) firstSuccessAfter(t time.Duration) (time.Duration, bool) {
@@ -308,14 +323,19 @@ func (h *history) figures(name string, clients int) report {
 	}
 }
 
-func (r report) String() string {
-	var fs []string
-	for k, v := range r.Failures {
-		fs = append(fs, fmt.Sprintf("%s=%d", k, v))
+// causes prints failure counts by cause in a stable order.
+func causes(m map[string]int) string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s=%d", k, v))
 	}
-	sort.Strings(fs)
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func (r report) String() string {
 	s := fmt.Sprintf("%s [%s]: clients=%d attempts=%d successes=%d failures{%s} overlaps=%d lost_updates=%d orphans=%d acquire_p50=%v p99=%v",
-		r.Scenario, r.Backend, r.Clients, r.Attempts, r.Successes, strings.Join(fs, " "),
+		r.Scenario, r.Backend, r.Clients, r.Attempts, r.Successes, causes(r.Failures),
 		r.Overlaps, r.LostUpdates, r.Orphans, r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond))
 	if r.Detect > 0 {
 		s += fmt.Sprintf(" detect=%v", r.Detect.Round(time.Millisecond))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -308,13 +307,7 @@ func (s *suite) clockStepOn(t *testing.T, name string, guarded bool) {
 	h := newHistory()
 	fa := factory(t, s.clientOn(0, 1, 2), redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithLossDetection(false))
 	la := fa.NewLock(lock)
-	t0 := now()
-	va, err := la.TryAcquire(context.Background())
-	t1 := now()
-	h.attempt(t0, t1, err)
-	if err != nil {
-		t.Fatalf("A could not acquire on nodes 0-2: %v", err)
-	}
+	t1, va := acquireOnce(t, h, la, "nodes 0-2")
 	defer s.c.SetClockOffset(0, 0)
 	s.c.SetClockOffset(0, step)
 	stepped := now()
@@ -444,14 +437,4 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
-}
-
-// causes prints failure counts by cause in a stable order.
-func causes(m map[string]int) string {
-	var out []string
-	for k, v := range m {
-		out = append(out, fmt.Sprintf("%s=%d", k, v))
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
 }

@@ -366,13 +366,7 @@ func (s *suite) restartWithoutPersistence(t *testing.T) {
 			fa := factory(t, a.Pools(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(50*time.Millisecond), redlock.WithLossDetection(false))
 			s.waitVoting(t, factory(t, s.c.Pools(), redlock.WithTTL(ttl))) // node 0 may have restarted in the variant before
 			la := fa.NewLock(lock)
-			t0 := now()
-			va, err := la.TryAcquire(context.Background())
-			t1 := now()
-			h.attempt(t0, t1, err)
-			if err != nil {
-				t.Fatalf("A could not acquire on 3 of 5 nodes: %v", err)
-			}
+			t1, va := acquireOnce(t, h, la, "3 of 5 nodes")
 			// A decided at quorum while its SETs to nodes 3 and 4 were
 			// still waiting on the partition; let them fail (dial and
 			// node timeouts) before healing, or one may land afterwards.

@@ -253,9 +253,7 @@ func checkSpans(t *testing.T, ended []sdktrace.ReadOnlySpan, parent [8]byte) {
 // again; an evicting policy counts one risk.
 func TestNodeGuardMetrics(t *testing.T) {
 	c := redistest.Start(t, 3)
-	c.Nodes[0].Args = redistest.Volatile
-	c.Nodes[0].Kill()
-	c.Nodes[0].Start()
+	c.Nodes[0].RestartVolatile()
 	c.Nodes[1].Kill()
 	c.Nodes[1].Args = []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}
 	c.Nodes[1].Start()

@@ -19,9 +19,7 @@ func TestDoctor(t *testing.T) {
 	if r := cli(t, env, "doctor"); r.code != exitOK || strings.Count(r.stdout, " ok ") != 3 || r.stderr != "" {
 		t.Fatalf("doctor on 3 durable nodes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	c.Nodes[1].Args = redistest.Volatile
-	c.Nodes[1].Kill()
-	c.Nodes[1].Start()
+	c.Nodes[1].RestartVolatile()
 	c.Nodes[2].Kill()
 	c.Nodes[2].Args = []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}
 	c.Nodes[2].Start()
@@ -63,9 +61,7 @@ func TestDoctor(t *testing.T) {
 // persistence as quarantined, in both forms.
 func TestStatusShowsQuarantine(t *testing.T) {
 	c := redistest.Start(t, 3)
-	c.Nodes[0].Args = redistest.Volatile
-	c.Nodes[0].Kill()
-	c.Nodes[0].Start()
+	c.Nodes[0].RestartVolatile()
 	env := nodesEnv(c.URLs())
 	r := cli(t, env, "status", "q")
 	if !strings.Contains(r.stdout, "quarantined") || !strings.Contains(r.stdout, c.Nodes[0].Addr()) || !strings.Contains(r.stdout, "restart guard") {
@@ -87,9 +83,7 @@ func TestStatusShowsQuarantine(t *testing.T) {
 // on stderr names it and what keeps it out.
 func TestDoctorTTL(t *testing.T) {
 	c := redistest.Start(t, 3)
-	c.Nodes[2].Args = redistest.Volatile
-	c.Nodes[2].Kill()
-	c.Nodes[2].Start()
+	c.Nodes[2].RestartVolatile()
 	env := nodesEnv(c.URLs())
 	r := cli(t, env, "doctor")
 	if r.code != exitUnfit || !strings.Contains(r.stderr, c.Nodes[2].Addr()+" (quarantined after a restart)") {

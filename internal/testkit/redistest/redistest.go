@@ -288,6 +288,15 @@ func (n *Node) Kill() {
 	n.proc = nil
 }
 
+// RestartVolatile kills the node and starts it again empty, persisting
+// nothing from then on (Volatile): to the node guard it has just
+// restarted without durable storage.
+func (n *Node) RestartVolatile() {
+	n.Args = Volatile
+	n.Kill()
+	n.Start()
+}
+
 // Pause freezes the process with SIGSTOP: connections stay open and hang.
 func (n *Node) Pause() { n.signal(syscall.SIGSTOP) }
 
