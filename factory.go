@@ -263,10 +263,11 @@ func (f *Factory) close() error {
 // batches of up to maxCleanupBatch keys, one round each and all at once,
 // waiting for the nodes (at most one node timeout) although the owner is
 // closing. It returns the failures.
-func (f *Factory) releaseAll(held map[*holding]*Lock) []error {
+func (f *Factory) releaseAll(held []*holding) []error {
 	var batches []keySet
 	var parts [][]*holding
-	for h, l := range held {
+	for _, h := range held {
+		l := h.l
 		if !l.endHolding(h, ErrClosed) {
 			continue // released or lost meanwhile
 		}

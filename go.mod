@@ -2,7 +2,4 @@ module github.com/redlockplus/redlock
 
 go 1.26
 
-require (
-	github.com/gomodule/redigo v1.9.3
-	github.com/google/uuid v1.6.0
-)
+require github.com/gomodule/redigo v1.9.3

@@ -41,8 +41,15 @@ type holding struct {
 	busy      bool          // part of the batch in flight
 
 	// Beside pos and the flags, so that a holding keeps its size class.
-	why   LossCause // how it was lost, once it was (under mu)
-	inSet bool      // a part of a MultiLock's set, which reports its loss
+	why     LossCause // how it was lost, once it was (under mu)
+	inSet   bool      // a part of a MultiLock's set, which reports its loss
+	heldPos int32     // 1 + its index in its owner's held; 0: not in it (under the owner's mu)
+
+	// watchNext is the next live holding of the same name that the loss
+	// detector watches, under its mu (lossdetection.go): a chain instead of
+	// a record per name, 30-40 B less per held lock in its map. The holding
+	// stays in its size class (160 B) with it.
+	watchNext *holding
 }
 
 // token is the holding's token.

@@ -13,8 +13,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/redlockplus/redlock"
 )
+
+// A token is a decimal integer, which a node stores in the key's own
+// object (the "int" encoding): 48 B less per held key than a string of
+// the same value would cost (BENCHMARKS.md, S2).
+func TestHeldKeyIsIntegerEncodedOnEveryNode(t *testing.T) {
+	c, pools := cluster(t, 3)
+	ctx := ctxT(t, 10*time.Second)
+	l, err := redlock.NewLock("compact", pools, redlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	waitFor(t, 2*time.Second, "the token on every node", func() bool { return countHolders(t, c, "compact") == 3 })
+	for i := range c.Nodes {
+		enc, err := redis.String(c.Nodes[i].Do("OBJECT", "ENCODING", "compact"), nil)
+		if err != nil || enc != "int" {
+			t.Fatalf("node %d: OBJECT ENCODING of the held key = %q, %v; want int (token %q)", i, enc, err, l.Token())
+		}
+	}
+}
 
 func TestAcquireReleaseWritesTokenOnEveryNode(t *testing.T) {
 	c, pools := cluster(t, 3)

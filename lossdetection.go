@@ -85,20 +85,15 @@ type lossDetector struct {
 	// since: when tracking was last (re)established on a node. A holding
 	// whose attempt began before it may have been read untracked, or
 	// tracked on a connection that is gone: watch checks it again.
-	since   time.Duration // on monotonic(), as the holdings' times
-	watched map[string]watch
+	since time.Duration // on monotonic(), as the holdings' times
+	// watched holds, by name, the latest watched holding, and through its
+	// watchNext any other live holding of the name (a stale one not yet
+	// found lost).
+	watched map[string]*holding
 	pending map[string]struct{}
 	arming  []arming      // holdings not yet checked, in the order of their due times
 	running bool          // the worker
 	wake    chan struct{} // (cap 1) work was queued while the worker waits for arming
-}
-
-// watch is a holding whose key is watched, and any other live holding of
-// the same name (a stale one not yet found lost).
-type watch struct {
-	l    *Lock
-	h    *holding
-	next *watch
 }
 
 // arming is a holding to check once it is due, trackDelay after it began.
@@ -121,7 +116,7 @@ func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, obs *observer, log
 		name:        "redlock-invalidations-" + newToken(),
 		dialled:     make([]int64, len(nodes)),
 		ids:         make([]int64, len(nodes)),
-		watched:     map[string]watch{},
+		watched:     map[string]*holding{},
 		pending:     map[string]struct{}{},
 		wake:        make(chan struct{}, 1),
 	}
@@ -204,11 +199,8 @@ func (d *lossDetector) watch(l *Lock, h *holding, sent time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.start()
-	w := watch{l: l, h: h}
-	if old, ok := d.watched[l.name]; ok {
-		w.next = &old
-	}
-	d.watched[l.name] = w
+	h.watchNext = d.watched[l.name]
+	d.watched[l.name] = h
 	if sent <= d.since {
 		d.pending[l.name] = struct{}{}
 	} else {
@@ -234,9 +226,8 @@ func (d *lossDetector) armDue(now time.Duration) {
 // isWatched reports whether holding h of the lock name is watched; d.mu is
 // held.
 func (d *lossDetector) isWatched(name string, h *holding) bool {
-	w, ok := d.watched[name]
-	for p := &w; ok && p != nil; p = p.next {
-		if p.h == h {
+	for p := d.watched[name]; p != nil; p = p.watchNext {
+		if p == h {
 			return true
 		}
 	}
@@ -247,21 +238,23 @@ func (d *lossDetector) isWatched(name string, h *holding) bool {
 func (d *lossDetector) unwatch(name string, h *holding) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w, ok := d.watched[name]
-	if !ok {
+	head := d.watched[name]
+	switch {
+	case head == nil:
 		return
-	}
-	var kept *watch
-	for p := &w; p != nil; p = p.next {
-		if p.h != h {
-			kept = &watch{l: p.l, h: p.h, next: kept}
+	case head == h && h.watchNext == nil:
+		delete(d.watched, name)
+	case head == h:
+		d.watched[name] = h.watchNext
+	default:
+		for p := head; p.watchNext != nil; p = p.watchNext {
+			if p.watchNext == h {
+				p.watchNext = h.watchNext
+				break
+			}
 		}
 	}
-	if kept == nil {
-		delete(d.watched, name)
-		return
-	}
-	d.watched[name] = *kept
+	h.watchNext = nil
 }
 
 // invalidated queues the watched names among keys (every watched name for
@@ -416,14 +409,12 @@ func (d *lossDetector) work() {
 			}
 			continue
 		}
-		var batches [][]watch
-		var batch []watch
+		var batches [][]*holding
+		var batch []*holding
 		for name := range d.pending {
 			delete(d.pending, name)
-			if w, ok := d.watched[name]; ok {
-				for p := &w; p != nil; p = p.next {
-					batch = append(batch, *p)
-				}
+			for h := d.watched[name]; h != nil; h = h.watchNext {
+				batch = append(batch, h)
 			}
 			if len(batch) >= maxCheckBatch {
 				batches, batch = append(batches, batch), nil
@@ -467,39 +458,40 @@ func (d *lossDetector) track(mask uint64, ids []int64) {
 // in one call per node and batch, all sent at once, and ends the holdings
 // that a quorum no longer holds. A check that cannot decide (nodes did not
 // answer) leaves the holding to its extension and its validity.
-func (d *lossDetector) check(batches [][]watch) {
+func (d *lossDetector) check(batches [][]*holding) {
 	fan := d.g.fan(len(d.g.nodes), d.nodeTimeout, d.obs)
 	rounds := make([]round, len(batches))
 	for k, batch := range batches {
 		keys := make([]any, len(batch))
 		tokens := make([]any, len(batch))
-		for i, w := range batch {
-			keys[i], tokens[i] = w.l.nameArg, w.h.arg
+		for i, h := range batch {
+			keys[i], tokens[i] = h.l.nameArg, h.arg
 		}
 		rounds[k] = fan.send(context.Background(), checkManyScript.cmd(judgeList(len(batch)), keys, tokens...))
 	}
 	for k, batch := range batches {
 		r := &rounds[k]
 		fan.wait(context.Background(), r, true)
-		for i, w := range batch {
-			d.decide(w, r, i)
+		for i, h := range batch {
+			d.decide(h, r, i)
 		}
 		r.free()
 	}
 }
 
-// decide ends w's holding when more nodes refused lock i of check round r
+// decide ends holding h when more nodes refused lock i of check round r
 // than a quorum allows.
-func (d *lossDetector) decide(w watch, r *round, i int) {
+func (d *lossDetector) decide(h *holding, r *round, i int) {
+	l := h.l
 	held := 0
 	r.each(func(_ *node, rep *reply) {
 		if rep.err == nil && rep.raw.([]int64)[i] == 1 {
 			held++
 		}
 	})
-	if refused := len(r.all) - len(r.errs) - held; refused > len(d.g.nodes)-w.l.cfg.quorum {
-		w.l.lose(w.h, LossDetected, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d (checked after a change of its key)",
-			ErrLockLost, w.l.name, held, len(d.g.nodes), w.l.cfg.quorum))
+	if refused := len(r.all) - len(r.errs) - held; refused > len(d.g.nodes)-l.cfg.quorum {
+		l.lose(h, LossDetected, fmt.Errorf("%w: lock %q is held on %d of %d nodes, quorum %d (checked after a change of its key)",
+			ErrLockLost, l.name, held, len(d.g.nodes), l.cfg.quorum))
 	}
 }
 

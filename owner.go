@@ -2,7 +2,7 @@ package redlock
 
 import (
 	"context"
-	"maps"
+	"slices"
 	"sync"
 )
 
@@ -36,12 +36,15 @@ type owner struct {
 	state   int
 	ops     counter // user operations in flight
 	running counter // goroutines in flight
-	held    map[*holding]*Lock
+	// held are the live holdings, each knowing its place (heldPos): a
+	// slice instead of a map, about 25 B less per held lock and no hashing
+	// at each acquisition and release.
+	held []*holding
 }
 
 func newOwner() *owner {
 	life, cancel := context.WithCancelCause(context.Background())
-	return &owner{life: life, cancel: cancel, dying: life.Done(), held: map[*holding]*Lock{}}
+	return &owner{life: life, cancel: cancel, dying: life.Done()}
 }
 
 // spawn runs fn in a goroutine counted by the owner, unless the owner is
@@ -103,28 +106,38 @@ func (o *owner) closing() bool {
 	}
 }
 
-// hold registers a new holding; it fails with ErrClosed once Close has
-// begun, and the caller must then give up the holding's keys.
-func (o *owner) hold(h *holding, l *Lock) error {
+// hold registers a new holding of a lock (h.l is set); it fails with
+// ErrClosed once Close has begun, and the caller must then give up the
+// holding's keys.
+func (o *owner) hold(h *holding) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.state != ownerOpen {
 		return ErrClosed
 	}
-	o.held[h] = l
+	o.held = append(o.held, h)
+	h.heldPos = int32(len(o.held))
 	return nil
 }
 
-// unhold forgets an ended holding.
+// unhold forgets an ended holding: the last one takes its place.
 func (o *owner) unhold(h *holding) {
 	o.mu.Lock()
-	delete(o.held, h)
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	if h.heldPos == 0 {
+		return
+	}
+	i, last := h.heldPos-1, len(o.held)-1
+	o.held[i] = o.held[last]
+	o.held[i].heldPos = i + 1
+	o.held[last] = nil
+	o.held = o.held[:last]
+	h.heldPos = 0
 }
 
 // beginClose moves the owner to closing, cancels in-flight work and returns
 // the holdings to release; ok is false when Close had already begun.
-func (o *owner) beginClose() (held map[*holding]*Lock, ok bool) {
+func (o *owner) beginClose() (held []*holding, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.state != ownerOpen {
@@ -132,7 +145,7 @@ func (o *owner) beginClose() (held map[*holding]*Lock, ok bool) {
 	}
 	o.state = ownerClosing
 	o.cancel(ErrClosed)
-	return maps.Clone(o.held), true
+	return slices.Clone(o.held), true
 }
 
 // waitOps blocks until every user operation has ended; Close calls it

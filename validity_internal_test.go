@@ -1,10 +1,9 @@
 package redlock
 
 import (
+	"strconv"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 func TestDriftAndValidityArithmetic(t *testing.T) {
@@ -63,13 +62,17 @@ func TestQuorumValidity(t *testing.T) {
 	}
 }
 
-func TestNewTokenIsAUUID(t *testing.T) {
-	a, b := newToken(), newToken()
-	if a == b {
-		t.Fatal("two tokens are equal")
-	}
-	id, err := uuid.Parse(a)
-	if err != nil || id.Version() != 4 || id.String() != a {
-		t.Fatalf("token %q is not a canonical v4 UUID: %v", a, err)
+func TestNewTokenIsACanonicalInteger(t *testing.T) {
+	seen := make(map[string]bool)
+	for range 1000 {
+		tok := newToken()
+		v, err := strconv.ParseInt(tok, 10, 64)
+		if err != nil || v < 0 || strconv.FormatInt(v, 10) != tok {
+			t.Fatalf("token %q is not a canonical non-negative int64: %v", tok, err)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q drawn twice in 1000", tok)
+		}
+		seen[tok] = true
 	}
 }

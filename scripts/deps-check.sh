@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Fails if the root module gains a dependency. A program that imports only
 # the lock (github.com/redlockplus/redlock) and sdlstore may have in its
-# module graph nothing but redigo, uuid and the modules they require
-# themselves. Two checks:
-#  1. the root go.mod requires redigo and uuid and nothing else;
+# module graph nothing but redigo and the modules it requires itself. Two
+# checks:
+#  1. the root go.mod requires redigo and nothing else;
 #  2. a throwaway consumer that imports both packages has the module graph
-#     (`go list -m all`) of a module that imports only redigo and uuid at the
-#     same versions, plus this module.
+#     (`go list -m all`) of a module that imports only redigo at the same
+#     version, plus this module.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mod=github.com/redlockplus/redlock
-allowed=(github.com/gomodule/redigo github.com/google/uuid)
+allowed=(github.com/gomodule/redigo)
 export GOWORK=off GOFLAGS=-mod=mod
 
 fail=0
@@ -28,15 +28,12 @@ work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 version_of() { awk -v m="$1" '$1 == m { print $2 } $1 == "require" && $2 == m { print $3 }' "$root/go.mod"; }
 
-# The baseline: redigo and uuid alone, at the root module's versions.
+# The baseline: redigo alone, at the root module's version.
 mkdir -p "$work/base" "$work/consumer"
 cat >"$work/base/main.go" <<'GO'
 package main
 
-import (
-	_ "github.com/gomodule/redigo/redis"
-	_ "github.com/google/uuid"
-)
+import _ "github.com/gomodule/redigo/redis"
 
 func main() {}
 GO
@@ -61,7 +58,7 @@ GO
 
 extra="$(grep -v "^$mod " "$work/consumer.txt" | comm -23 - "$work/base.txt")"
 if [ -n "$extra" ]; then
-  echo "deps-check: a program importing only $mod and $mod/sdlstore gets these modules beyond redigo's and uuid's:" >&2
+  echo "deps-check: a program importing only $mod and $mod/sdlstore gets these modules beyond redigo's:" >&2
   echo "$extra" >&2
   exit 1
 fi
