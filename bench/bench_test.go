@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/redlockplus/redlock/internal/benchkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,7 +36,9 @@ func TestQuickRun(t *testing.T) {
 		"| W1-3 | rueidislock |", "| W3 | rueidislock-default |", "| W8 | redlock-7n |", "| W8 | floor-3n |",
 		"| W1-3 | cycle p50 redlock/rueidislock |", "| W2 | ops/s redlock/rueidislock |", "| W3 | acquire wait p99 redlock/rueidislock |",
 		"| W7 | heap per held lock redlock, bytes |", "| W7 | client CPU redlock, share of one core |", "| W7 | locks lost redlock |",
-		"| W8 | cycle p50 redlock-7n/redlock-3n |", "| W9 | loss detected p99 redlock, ms |", "| rueidislock-default | 6 |"} {
+		"| W8 | cycle p50 redlock-7n/redlock-3n |", "| W9 | loss detected p99 redlock, ms |", "| rueidislock-default | 6 |",
+		"| E1 | W2 client CPU per cycle redlock/rueidislock |", "| E3 | W2 client+nodes CPU per cycle redlock/redsync |",
+		"| S2 | W7 node memory per held lock per node redlock, bytes |", "| D1 | W9 loss detected p99 redlock, ms |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}
@@ -52,9 +56,7 @@ func TestQuickRun(t *testing.T) {
 	for _, w := range rep.Workloads {
 		seen[w.Goal] = true
 		if w.ID == "W7" {
-			if len(w.Results) != 1 || w.Results[0].Target != "redlock" {
-				t.Errorf("W7: results %+v, want redlock's only", w.Results)
-			}
+			checkW7(t, w.Results)
 		} else if len(w.Results) < 2 {
 			t.Errorf("%s: %d results, want ours and others", w.ID, len(w.Results))
 		}
@@ -108,6 +110,29 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
+// checkW7 checks that W7 ran redlock with and without loss detection, and
+// that only loss detection made the nodes track keys: about one per held
+// lock.
+func checkW7(t *testing.T, results []benchkit.Result) {
+	t.Helper()
+	var names []string
+	for _, res := range results {
+		names = append(names, res.Target)
+		k := res.Keep
+		if k == nil || k.NodeBytesPerLock <= 0 {
+			t.Errorf("W7 %s: keep result %+v, want node memory measured", res.Target, k)
+			continue
+		}
+		perKey := res.Target == "redlock"
+		if tracked := k.TrackedKeysPerNode; perKey && tracked < float64(k.Acquired) || !perKey && tracked != 0 {
+			t.Errorf("W7 %s: %.0f keys tracked per node for %d locks", res.Target, tracked, k.Acquired)
+		}
+	}
+	if want := []string{"redlock", "redlock-untracked"}; !slices.Equal(names, want) {
+		t.Errorf("W7: targets %q, want %q", names, want)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
@@ -123,6 +148,8 @@ func TestFlags(t *testing.T) {
 		{args: []string{"extra"}, wantErr: true},
 		{args: []string{"-workloads", "W7", "-w7-locks", "1000000"}, want: []string{"W7"}},
 		{args: []string{"-w7-locks", "-5"}, wantErr: true},
+		{args: []string{"-w7-locks", "10000,x"}, wantErr: true},
+		{args: []string{"-workloads", "W6,W7", "-w7-locks", "1000000,10000"}, want: []string{"W6", "W7-1000000", "W7-10000"}},
 		{args: []string{"-memprofile", "x", "-profile-after", "-1s"}, wantErr: true},
 		{args: []string{"-cpuprofile", "x", "-profile-for", "-1s"}, wantErr: true},
 	} {
@@ -138,8 +165,11 @@ func TestFlags(t *testing.T) {
 		if !tc.wantErr && strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%q: workloads %v, want %v", tc.args, got, tc.want)
 		}
-		if slices.Contains(tc.args, "-w7-locks") && !tc.wantErr && (cfg.workloads[0].Locks != 1000000 || !strings.HasPrefix(cfg.workloads[0].Title, "1000000 locks")) {
-			t.Errorf("%q: W7 %+v, want 1,000,000 locks", tc.args, cfg.workloads[0])
+		if slices.Contains(tc.args, "-w7-locks") && !tc.wantErr {
+			w7 := cfg.workloads[len(cfg.workloads)-len(strings.Split(tc.args[len(tc.args)-1], ","))]
+			if w7.Locks != 1000000 || !strings.HasPrefix(w7.Title, "1000000 locks") || w7.Goal() != "W7" {
+				t.Errorf("%q: W7 %+v, want 1,000,000 locks", tc.args, w7)
+			}
 		}
 	}
 }

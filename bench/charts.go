@@ -114,6 +114,13 @@ func drawCharts(r *report, dir string) ([]string, error) {
 			return paths, err
 		}
 	}
+	if p, ok, err := curvePlot(r); err != nil {
+		return paths, err
+	} else if ok {
+		if err := save("w7-curve.png", render(p, 14, 10)); err != nil {
+			return paths, err
+		}
+	}
 	if p, ok, err := goalsPlot(r); err != nil {
 		return paths, err
 	} else if ok {

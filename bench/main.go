@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -79,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	bin := fs.String("redis-server", "redis-server", "the redis-server binary")
 	observed := fs.Bool("observed", false, "also measure redlock with a no-op observer (redlock-noop) and the otel module's (redlock-otel)")
 	targets := fs.String("targets", "", "comma-separated targets to measure, such as redlock,redsync (default: all); a goal is checked when its targets ran")
-	locks := fs.Int("w7-locks", 0, "W7 holds this many locks instead of 100,000 (the 10k, 100k, 1M curve)")
+	locks := fs.String("w7-locks", "", "W7 holds this many locks instead of 100,000; a comma-separated list runs W7 once per count, as W7-<count> (the curve: 10000,100000,1000000)")
 	prof := &profiles{}
 	fs.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the run (go tool pprof) to this file")
 	fs.StringVar(&prof.heap, "memprofile", "", "write a heap profile to this file, at the end of the run or -profile-after into it")
@@ -98,17 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err != nil {
 		return config{}, err
 	}
-	if *locks < 0 {
-		return config{}, fmt.Errorf("bench: -w7-locks %d is negative", *locks)
-	}
-	if *locks > 0 {
-		for i, w := range ws {
-			if w.ID == "W7" {
-				w.Locks = *locks
-				w.Title = fmt.Sprintf("%d locks kept alive with autoextend, TTL %v, for %v", w.Locks, w.TTL, w.Duration)
-				ws[i] = w
-			}
-		}
+	if ws, err = w7Counts(ws, *locks); err != nil {
+		return config{}, err
 	}
 	r := *rounds
 	switch {
@@ -207,6 +199,7 @@ func targets() []target {
 			runs: all,
 		})
 	}
+	ts = append(ts, lossDetectionTargets()...)
 	ts = append(ts, adapterTargets()...)
 	ts = append(ts, rueidislockTargets()...)
 	ts = append(ts,
@@ -513,4 +506,37 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		}
 	}
 	return out, parts, nil
+}
+
+// w7Counts replaces W7 in ws by one workload per lock count of the
+// comma-separated list: W7 itself for one count, W7-<count> for several.
+func w7Counts(ws []benchkit.Workload, list string) ([]benchkit.Workload, error) {
+	if strings.TrimSpace(list) == "" {
+		return ws, nil
+	}
+	var counts []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bench: -w7-locks %q: %q is not a positive lock count", list, f)
+		}
+		counts = append(counts, n)
+	}
+	var out []benchkit.Workload
+	for _, w := range ws {
+		if w.ID != "W7" {
+			out = append(out, w)
+			continue
+		}
+		for _, n := range counts {
+			v := w
+			v.Locks = n
+			if len(counts) > 1 {
+				v.ID = "W7-" + strconv.Itoa(n)
+			}
+			v.Title = fmt.Sprintf("%d locks kept alive with autoextend, TTL %v, for %v", n, w.TTL, w.Duration)
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }

@@ -196,7 +196,8 @@ func (r *report) evaluate() []check {
 			Pass:   k.Lost == 0 && k.Acquired == k.Locks,
 			Detail: fmt.Sprintf("%d of %d acquired; %.2f CPU s, %.0f commands/s", k.Acquired, k.Locks, k.CPUSeconds, k.CommandsPerSec)})
 	}
-	return append(cs, r.round2Goals()...)
+	cs = append(cs, r.round2Goals()...)
+	return append(cs, r.round3Goals()...)
 }
 
 // writeJSON writes the report to path.
@@ -252,21 +253,23 @@ func (r *report) printTables(w io.Writer) {
 	}
 	r.printCPU(w)
 	keepCols := []string{"locks", "acquired", "lost", "acquire p50", "hold s", "client CPU s", "CPU % of a core", "heap B/lock",
-		"server CPU s", "commands/s", "processed/s", "scripts/s", "goroutines"}
+		"node B/lock", "tracked keys/node", "server CPU s", "commands/s", "processed/s", "scripts/s", "goroutines"}
 	r.printKindTables(w, "keep", keepCols, func(res benchkit.Result) (string, bool) {
 		k := res.Keep
 		if k == nil {
 			return "", false
 		}
-		return fmt.Sprintf("%d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.2f | %.0f | %.0f | %.0f | %d",
+		return fmt.Sprintf("%d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f | %d",
 			k.Locks, k.Acquired, k.Lost, fmtMs(res.Acquire.P50), k.Hold.Seconds(),
-			k.CPUSeconds, 100*k.CPUFraction, k.HeapBytesPerLock, k.ServerCPUSeconds, k.CommandsPerSec,
+			k.CPUSeconds, 100*k.CPUFraction, k.HeapBytesPerLock, k.NodeBytesPerLock, k.TrackedKeysPerNode, k.ServerCPUSeconds, k.CommandsPerSec,
 			k.ProcessedPerSec, k.ScriptsPerSec, k.Goroutines), true
 	}, func(wl workloadReport) {
 		fmt.Fprintln(w, "\ncommands/s: what the nodes ran during the hold, the commands inside scripts included (INFO commandstats);")
 		fmt.Fprintln(w, "processed/s: the same from INFO stats total_commands_processed, the tool's INFO calls left out;")
 		fmt.Fprintln(w, "scripts/s: the EVAL/EVALSHA calls among them. CPU % of a core: client CPU s (getrusage) per second of hold;")
-		fmt.Fprintln(w, "heap B/lock: live heap after a forced GC at the end of the hold, less a baseline taken before the lock handles were made, per lock held.")
+		fmt.Fprintln(w, "heap B/lock: live heap after a forced GC at the end of the hold, less a baseline taken before the lock handles were made, per lock held;")
+		fmt.Fprintln(w, "node B/lock: the growth of used_memory (INFO memory) from before the locks were taken to the end of the hold, per node and lock held;")
+		fmt.Fprintln(w, "tracked keys/node: the growth of tracking_total_keys (INFO stats) over the same span, the loss detector's records of keys.")
 		if slices.ContainsFunc(wl.Results, func(res benchkit.Result) bool { return strings.HasPrefix(res.Target, "redsync") }) {
 			fmt.Fprintln(w, "redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
 		}
@@ -397,14 +400,17 @@ func (r *report) printCPU(w io.Writer) {
 				continue
 			}
 			if !header {
-				fmt.Fprintln(w, "\nCPU per cycle in µs: the process (getrusage) and the workload's nodes (INFO cpu, summed).")
+				fmt.Fprintln(w, "\nCPU per cycle in µs: the process (getrusage) and the workload's nodes (INFO cpu, summed); the process's")
+				fmt.Fprintln(w, "read and write system calls per cycle (/proc/self/io), and the nodes' (INFO stats total_reads_processed + total_writes_processed).")
 				fmt.Fprintln(w)
-				fmt.Fprintln(w, "| workload | target | client | servers | total |")
-				fmt.Fprintln(w, "|---|---|--:|--:|--:|")
+				fmt.Fprintln(w, "| workload | target | client | servers | total | client syscalls | node reads+writes |")
+				fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|")
 				header = true
 			}
-			c, s := 1e6*res.ClientCPUSeconds/float64(res.Ops), 1e6*res.ServerCPUSeconds/float64(res.Ops)
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f |\n", wl.ID, res.Target, c, s, c+s)
+			ops := float64(res.Ops)
+			c, s := 1e6*res.ClientCPUSeconds/ops, 1e6*res.ServerCPUSeconds/ops
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f |\n", wl.ID, res.Target, c, s, c+s,
+				float64(res.ClientSyscalls)/ops, float64(res.ServerEvents)/ops)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlockplus/redlock"
 	"github.com/redlockplus/redlock/internal/benchkit"
 )
 
@@ -51,7 +52,7 @@ func nodeCountTargets() []target {
 // 100,000 locks with this library only, W8 compares node counts, W9
 // compares loss detection with rueidislock's.
 var onlyTargets = map[string][]string{
-	"W7": {"redlock"},
+	"W7": {"redlock", "redlock-untracked"},
 	"W8": {"redlock-3n", "redlock-5n", "redlock-7n", "floor-3n", "floor-5n", "floor-7n"},
 	"W9": {"redlock", "rueidislock", "rueidislock-default"},
 }
@@ -60,4 +61,20 @@ var onlyTargets = map[string][]string{
 func excluded(w benchkit.Workload, name string) bool {
 	names, ok := onlyTargets[w.Goal()]
 	return ok && !slices.Contains(names, name)
+}
+
+// lossDetectionTargets is this library without loss detection, beside the
+// default redlock on W7: what loss detection costs the nodes per held lock
+// (S2 of issue 23).
+func lossDetectionTargets() []target {
+	w7 := func(w benchkit.Workload) bool { return w.Goal() == "W7" }
+	return []target{
+		{
+			name: "redlock-untracked",
+			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+				return benchkit.Ours("redlock-untracked", lockPools(ps), redlock.WithLossDetection(false))
+			},
+			runs: w7,
+		},
+	}
 }

@@ -246,6 +246,13 @@ type Result struct {
 	// what bounds throughput.
 	ClientCPUSeconds float64 `json:"client_cpu_s,omitempty"`
 	ServerCPUSeconds float64 `json:"server_cpu_s,omitempty"`
+	// ClientSyscalls counts the read and write system calls of the process
+	// during a Cycle run (/proc/self/io; 0 elsewhere), and ServerEvents the
+	// reads and writes of the nodes' event loops (INFO stats
+	// total_reads_processed + total_writes_processed, summed): with CPU
+	// per cycle, where it goes.
+	ClientSyscalls int64 `json:"client_syscalls,omitempty"`
+	ServerEvents   int64 `json:"server_events,omitempty"`
 
 	// AllocsPerOp and BytesPerOp are the heap allocations of one cycle
 	// (Allocs workloads).
@@ -299,6 +306,14 @@ type KeepResult struct {
 	// minus the live heap before the lock handles were made, divided by
 	// the locks held: what a held lock costs, its handle included.
 	HeapBytesPerLock float64 `json:"heap_bytes_per_lock"`
+	// NodeBytesPerLock is the growth of each node's used_memory (INFO
+	// memory) from before the locks were taken to the end of the hold, the
+	// locks still held, averaged over the Nodes, per lock held: a held
+	// lock's key and what the node keeps about it (the tracking table of
+	// loss detection). TrackedKeysPerNode is the growth of the nodes'
+	// tracking_total_keys (INFO stats) over the same span, their mean.
+	NodeBytesPerLock   float64 `json:"node_bytes_per_lock"`
+	TrackedKeysPerNode float64 `json:"tracked_keys_per_node"`
 	// Processed is the number of commands the Nodes processed during
 	// the hold by INFO stats total_commands_processed, the tool's own INFO
 	// calls left out (the commands run by scripts are counted, as in
@@ -329,7 +344,9 @@ func Run(ctx context.Context, target Target, w Workload) (Result, error) {
 	if w.KeyPrefix == "" {
 		w.KeyPrefix = "benchkit:"
 	}
-	w.KeyPrefix += w.ID + ":" + target.Name() + ":" + randomHex(6) + ":"
+	// The target's name is left out, so that the targets of a workload
+	// write keys of one length: a node's memory per key depends on it.
+	w.KeyPrefix += w.ID + ":" + randomHex(6) + ":"
 	switch w.Kind {
 	case Cycle:
 		return runCycle(ctx, target, w)

@@ -3,6 +3,7 @@ package benchkit_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,11 @@ func TestCycleOursAndFloor(t *testing.T) {
 		}
 		if res.ClientCPUSeconds <= 0 || res.ServerCPUSeconds <= 0 {
 			t.Fatalf("%s: CPU client %v s, servers %v s: not measured", target.Name(), res.ClientCPUSeconds, res.ServerCPUSeconds)
+		}
+		// Every cycle writes to and reads from the nodes: at least one
+		// event per node at the servers, and one call at the client.
+		if res.ServerEvents < res.Ops || runtime.GOOS == "linux" && res.ClientSyscalls < res.Ops {
+			t.Fatalf("%s: %d client syscalls and %d node events for %d cycles", target.Name(), res.ClientSyscalls, res.ServerEvents, res.Ops)
 		}
 	}
 }

@@ -111,6 +111,8 @@ func Merge(rs ...Result) Result {
 		out.Overlaps += r.Overlaps
 		out.ClientCPUSeconds += r.ClientCPUSeconds
 		out.ServerCPUSeconds += r.ServerCPUSeconds
+		out.ClientSyscalls += r.ClientSyscalls
+		out.ServerEvents += r.ServerEvents
 		out.CycleSamples.Merge(r.CycleSamples)
 		out.AcquireSamples.Merge(r.AcquireSamples)
 		allocs += r.AllocsPerOp * float64(r.Ops)

@@ -49,16 +49,17 @@ func runCycle(ctx context.Context, t Target, w Workload) (Result, error) {
 	stats := make([]goroutineStats, g)
 	var wg sync.WaitGroup
 	srv0 := readServerStats(ctx, w.Nodes)
-	cpu0 := cpuSeconds()
+	cpu0, sys0 := cpuSeconds(), clientSyscalls()
 	start := time.Now()
 	for i := range g {
 		wg.Go(func() { stats[i] = cycleLoop(runCtx, lockers[i], w, &chk) })
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
-	res.ClientCPUSeconds = cpuSeconds() - cpu0
+	res.ClientCPUSeconds, res.ClientSyscalls = cpuSeconds()-cpu0, clientSyscalls()-sys0
 	if srv1 := readServerStats(ctx, w.Nodes); srv0.read == len(w.Nodes) && srv1.read == len(w.Nodes) {
 		res.ServerCPUSeconds = srv1.cpu - srv0.cpu
+		res.ServerEvents = srv1.events - srv0.events
 	}
 	res.CycleSamples, res.AcquireSamples = NewRecorder(0), NewRecorder(0)
 	for _, s := range stats {
@@ -189,6 +190,7 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	held := make([]bool, len(keepers))
 	res.AcquireSamples, res.CycleSamples = NewRecorder(len(keepers)), NewRecorder(0)
 	heap0 := settledHeap()
+	mem0 := readNodeMemory(ctx, w.Nodes)
 	for i := range keepers {
 		k, err := t.NewKeeper(w.KeyPrefix+strconv.Itoa(i), w.TTL)
 		if err != nil {
@@ -261,6 +263,11 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	kr.CPUFraction = kr.CPUSeconds / kr.Hold.Seconds()
 	if kr.Acquired > 0 {
 		kr.HeapBytesPerLock = float64(liveHeap()-heap0) / float64(kr.Acquired)
+		mem1 := readNodeMemory(ctx, w.Nodes)
+		if mem1.read > 0 && mem1.read == mem0.read {
+			kr.NodeBytesPerLock = float64(mem1.used-mem0.used) / float64(mem1.read) / float64(kr.Acquired)
+			kr.TrackedKeysPerNode = float64(mem1.trackedKeys-mem0.trackedKeys) / float64(mem1.read)
+		}
 	}
 
 	var lost atomic.Int64

@@ -16,6 +16,7 @@ type serverStats struct {
 	scripts   int64   // script calls (EVAL, EVALSHA, FCALL and their _RO forms)
 	cpu       float64 // used_cpu_user + used_cpu_sys, seconds
 	processed int64   // total_commands_processed
+	events    int64   // total_reads_processed + total_writes_processed
 	read      int     // nodes read
 }
 
@@ -36,6 +37,7 @@ func readServerStats(ctx context.Context, nodes []redlock.Pool) serverStats {
 			st.scripts += s.ScriptCalls
 			st.cpu += s.CPUSeconds
 			st.processed += s.Processed
+			st.events += s.Events
 			st.read++
 		}
 	}
@@ -64,6 +66,9 @@ type NodeStats struct {
 	// the node has run, INFO included (see InfoCalls), the commands run by
 	// scripts included.
 	Processed int64
+	// Events is total_reads_processed + total_writes_processed from INFO
+	// stats: the reads and writes of client connections by the event loop.
+	Events int64
 }
 
 // ServerStats reads the command and CPU counters of one node: INFO
@@ -87,20 +92,12 @@ func ServerStats(ctx context.Context, p redlock.Pool) (NodeStats, error) {
 		return NodeStats{}, err
 	}
 	calls, scripts := parseCalls(cmds)
-	return NodeStats{Calls: calls, ScriptCalls: scripts, CPUSeconds: parseCPU(cpu), Processed: parseProcessed(stats)}, nil
+	return NodeStats{Calls: calls, ScriptCalls: scripts, CPUSeconds: parseCPU(cpu), Processed: parseProcessed(stats),
+		Events: infoField(stats, "total_reads_processed") + infoField(stats, "total_writes_processed")}, nil
 }
 
 // parseProcessed returns total_commands_processed of INFO stats.
-func parseProcessed(info string) int64 {
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "total_commands_processed:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
-}
+func parseProcessed(info string) int64 { return infoField(info, "total_commands_processed") }
 
 // parseCalls sums the calls= fields of INFO commandstats lines such as
 // "cmdstat_set:calls=12,usec=30,...", skipping the INFO command, and
@@ -138,4 +135,59 @@ func parseCPU(info string) float64 {
 		}
 	}
 	return total
+}
+
+// nodeMemory is the memory of nodes, summed.
+type nodeMemory struct {
+	used        int64 // used_memory of INFO memory
+	trackedKeys int64 // tracking_total_keys of INFO stats
+	read        int   // nodes read
+}
+
+// readNodeMemory reads INFO memory and INFO stats from every node. Nodes
+// that cannot be read are left out of the sums and of read.
+func readNodeMemory(ctx context.Context, nodes []redlock.Pool) nodeMemory {
+	var m nodeMemory
+	for _, p := range nodes {
+		used, tracked, err := memoryOf(ctx, p)
+		if err == nil {
+			m.used += used
+			m.trackedKeys += tracked
+			m.read++
+		}
+	}
+	return m
+}
+
+// memoryOf reads a node's used_memory (INFO memory) and the number of
+// keys it tracks for client-side caching (tracking_total_keys of INFO
+// stats).
+func memoryOf(ctx context.Context, p redlock.Pool) (used, trackedKeys int64, err error) {
+	c, err := p.GetContext(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	mem, err := redis.String(redis.DoContext(c, ctx, "INFO", "memory"))
+	if err != nil {
+		return 0, 0, err
+	}
+	stats, err := redis.String(redis.DoContext(c, ctx, "INFO", "stats"))
+	if err != nil {
+		return 0, 0, err
+	}
+	return infoField(mem, "used_memory"), infoField(stats, "tracking_total_keys"), nil
+}
+
+// infoField returns the integer field name of an INFO section, 0 when
+// absent.
+func infoField(info, name string) int64 {
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }

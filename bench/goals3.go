@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+
+	"github.com/redlockplus/redlock/internal/benchkit"
+)
+
+// Limits of the goals of issue 23 (performance, round 3).
+const (
+	maxNodeBytesPerLock = 120                  // S2: node memory per held lock per node
+	maxCPUGrowth        = 12                   // S3: client CPU at 1M locks against 100k
+	maxDetectP99Round3  = 5 * time.Millisecond // D1
+	curveLocks          = 1_000_000            // S1 and the top of S3's curve
+)
+
+// round3Goals checks the goals of issue 23: the CPU per W2 cycle against
+// rueidislock and redsync (E1-E3), medians of the rounds' ratios; W1's
+// latency against the floor and with fencing (E4); the costs of held
+// locks at a million (S1), of node memory (S2) and their growth from
+// 100,000 to 1,000,000 locks (S3), from W7 workloads of those lock counts
+// (-w7-locks); and the loss detection p99 (D1).
+func (r *report) round3Goals() []check {
+	var cs []check
+	ratio := func(goal, id, a, b, what string, limit float64, f func(benchkit.Result) float64, unit string) {
+		m, n, ok := r.medianRatio(id, a, b, f)
+		if !ok {
+			return
+		}
+		ra, _ := r.result(id, a)
+		rb, _ := r.result(id, b)
+		cs = append(cs, check{Goal: goal, Metric: fmt.Sprintf("%s %s %s/%s", id, what, a, b), Value: m, Cmp: "<=", Limit: limit,
+			Pass:   m <= limit,
+			Detail: fmt.Sprintf("%.1f vs %.1f %s over all rounds; median of %d round(s)", f(ra), f(rb), unit, n)})
+	}
+	client := func(res benchkit.Result) float64 { return perCycleMicros(res.ClientCPUSeconds, res) }
+	total := func(res benchkit.Result) float64 {
+		return perCycleMicros(res.ClientCPUSeconds+res.ServerCPUSeconds, res)
+	}
+	p50 := func(res benchkit.Result) float64 { return float64(res.Cycle.P50) / 1e3 }
+	ratio("E1", "W2", "redlock", anchor, "client CPU per cycle", 0.6, client, "µs")
+	ratio("E2", "W2", "redlock", anchor, "client+nodes CPU per cycle", 1.0, total, "µs")
+	ratio("E3", "W2", "redlock", "redsync", "client+nodes CPU per cycle", 0.25, total, "µs")
+	ratio("E4", "W1-3", "redlock", "floor", "cycle p50", 1.1, p50, "µs")
+	ratio("E4", "W1-3", "redlock-fenced", "redlock", "cycle p50", 1.15, p50, "µs")
+
+	if k, ok := r.keepAt("redlock", curveLocks); ok {
+		cs = append(cs,
+			check{Goal: "S1", Metric: "W7 locks lost redlock", Value: float64(k.Lost), Cmp: "==", Limit: 0,
+				Pass: k.Lost == 0 && k.Acquired == k.Locks, Detail: fmt.Sprintf("%d of %d acquired", k.Acquired, k.Locks)},
+			check{Goal: "S1", Metric: "W7 client CPU redlock, share of one core", Value: k.CPUFraction, Cmp: "<=", Limit: maxCPUShare,
+				Pass: k.CPUFraction <= maxCPUShare, Detail: fmt.Sprintf("%.2f CPU s in %.1f s, %d locks", k.CPUSeconds, k.Hold.Seconds(), k.Locks)},
+			check{Goal: "S1", Metric: "W7 heap per held lock redlock, bytes", Value: k.HeapBytesPerLock, Cmp: "<=", Limit: maxHeapPerLock,
+				Pass: k.HeapBytesPerLock <= maxHeapPerLock, Detail: fmt.Sprintf("%d locks", k.Locks)})
+	}
+	if k, ok := r.keepAt("redlock", 0); ok && k.NodeBytesPerLock > 0 {
+		detail := fmt.Sprintf("%d locks, %.0f keys tracked per node", k.Locks, k.TrackedKeysPerNode)
+		if off, ok := r.keepAt("redlock-untracked", k.Locks); ok && off.NodeBytesPerLock > 0 {
+			detail += fmt.Sprintf("; without loss detection %.0f B, so it costs %.0f B", off.NodeBytesPerLock, k.NodeBytesPerLock-off.NodeBytesPerLock)
+		}
+		cs = append(cs, check{Goal: "S2", Metric: "W7 node memory per held lock per node redlock, bytes", Value: k.NodeBytesPerLock,
+			Cmp: "<=", Limit: maxNodeBytesPerLock, Pass: k.NodeBytesPerLock <= maxNodeBytesPerLock, Detail: detail})
+	}
+	big, okBig := r.keepAt("redlock", curveLocks)
+	small, okSmall := r.keepAt("redlock", curveLocks/10)
+	if okBig && okSmall && small.CPUSeconds > 0 {
+		g := big.CPUSeconds / small.CPUSeconds
+		cs = append(cs, check{Goal: "S3", Metric: "W7 client CPU redlock, 1M locks / 100k", Value: g, Cmp: "<=", Limit: maxCPUGrowth,
+			Pass: g <= maxCPUGrowth, Detail: fmt.Sprintf("%.2f vs %.2f CPU s", big.CPUSeconds, small.CPUSeconds)})
+	}
+	if res, ok := r.result("W9", "redlock"); ok && res.Detect != nil {
+		d := res.Detect
+		v := float64(d.Latency.P99) / 1e6
+		cs = append(cs, check{Goal: "D1", Metric: "W9 loss detected p99 redlock, ms", Value: v, Cmp: "<=",
+			Limit: float64(maxDetectP99Round3) / 1e6, Pass: d.Samples > 0 && d.Latency.P99 <= maxDetectP99Round3,
+			Detail: fmt.Sprintf("p50 %s ms, %d samples", fmtMs(d.Latency.P50), d.Samples)})
+	}
+	return cs
+}
+
+// perCycleMicros is cpu seconds per operation of res, in µs; 0 without
+// operations.
+func perCycleMicros(cpu float64, res benchkit.Result) float64 {
+	if res.Ops == 0 {
+		return 0
+	}
+	return 1e6 * cpu / float64(res.Ops)
+}
+
+// keepAt returns target's result of a W7 workload that held locks locks,
+// or of the first W7 workload for locks 0.
+func (r *report) keepAt(target string, locks int) (*benchkit.KeepResult, bool) {
+	for _, w := range r.Workloads {
+		if w.Goal != "W7" {
+			continue
+		}
+		for _, res := range w.Results {
+			if res.Target == target && res.Keep != nil && (locks == 0 || res.Keep.Locks == locks) {
+				return res.Keep, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// curvePlot draws the client CPU of the W7 workloads of one run against
+// their lock counts (S3), with a line through the smallest count's point
+// at the slope of linear growth; ok is false with fewer than two counts.
+func curvePlot(r *report) (p *plot.Plot, ok bool, err error) {
+	var pts plotter.XYs
+	for _, w := range r.Workloads {
+		if w.Goal != "W7" {
+			continue
+		}
+		for _, res := range w.Results {
+			if res.Target == "redlock" && res.Keep != nil && res.Keep.CPUSeconds > 0 {
+				pts = append(pts, plotter.XY{X: float64(res.Keep.Locks), Y: res.Keep.CPUSeconds})
+			}
+		}
+	}
+	if len(pts) < 2 {
+		return nil, false, nil
+	}
+	slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+	p = plot.New()
+	p.Title.Text = fmt.Sprintf("W7: client CPU over the hold against held locks (redlock, %s)", r.Machine.CPUModel)
+	p.X.Label.Text, p.Y.Label.Text = "locks held (log)", "client CPU seconds (log)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	measured, points, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return nil, false, fmt.Errorf("bench: curve chart: %w", err)
+	}
+	measured.Color, points.Color = plotutil.Color(0), plotutil.Color(0)
+	first := pts[0]
+	linear := plotter.NewFunction(func(x float64) float64 { return first.Y * x / first.X })
+	linear.Color, linear.Dashes = plotutil.Color(1), plotutil.Dashes(1)
+	p.Add(measured, points, linear)
+	p.Legend.Add("measured", measured, points)
+	p.Legend.Add("linear from the smallest", linear)
+	p.Legend.Top, p.Legend.Left = true, true
+	return p, true, nil
+}
