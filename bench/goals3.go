@@ -94,19 +94,24 @@ func perCycleMicros(cpu float64, res benchkit.Result) float64 {
 }
 
 // keepAt returns target's result of a W7 workload that held locks locks,
-// or of the first W7 workload for locks 0.
+// or of the W7 workload that held the most for locks 0.
 func (r *report) keepAt(target string, locks int) (*benchkit.KeepResult, bool) {
+	var best *benchkit.KeepResult
 	for _, w := range r.Workloads {
 		if w.Goal != "W7" {
 			continue
 		}
 		for _, res := range w.Results {
-			if res.Target == target && res.Keep != nil && (locks == 0 || res.Keep.Locks == locks) {
-				return res.Keep, true
+			k := res.Keep
+			if res.Target != target || k == nil {
+				continue
+			}
+			if locks == 0 && (best == nil || k.Locks > best.Locks) || k.Locks == locks {
+				best = k
 			}
 		}
 	}
-	return nil, false
+	return best, best != nil
 }
 
 // curvePlot draws the client CPU of the W7 workloads of one run against
