@@ -36,8 +36,8 @@ type owner struct {
 	state   int
 	ops     counter // user operations in flight
 	running counter // goroutines in flight
-	// held are the live holdings, each knowing its place (heldPos): a
-	// slice instead of a map, about 25 B less per held lock and no hashing
+	// held are the live holdings, a placed slice (placed.go, heldPos)
+	// instead of a map, about 25 B less per held lock and no hashing
 	// at each acquisition and release.
 	held []*holding
 }
@@ -115,25 +115,21 @@ func (o *owner) hold(h *holding) error {
 	if o.state != ownerOpen {
 		return ErrClosed
 	}
-	o.held = append(o.held, h)
-	h.heldPos = int32(len(o.held))
+	addPlaced(&o.held, h, heldPos)
 	return nil
 }
 
-// unhold forgets an ended holding: the last one takes its place.
+// unhold forgets an ended holding.
 func (o *owner) unhold(h *holding) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if h.heldPos == 0 {
-		return
+	if h.heldPos != 0 {
+		removePlaced(&o.held, h, heldPos)
 	}
-	i, last := h.heldPos-1, len(o.held)-1
-	o.held[i] = o.held[last]
-	o.held[i].heldPos = i + 1
-	o.held[last] = nil
-	o.held = o.held[:last]
-	h.heldPos = 0
 }
+
+// heldPos is the place of a holding in its owner's held.
+func heldPos(h *holding) *int32 { return &h.heldPos }
 
 // beginClose moves the owner to closing, cancels in-flight work and returns
 // the holdings to release; ok is false when Close had already begun.

@@ -59,27 +59,15 @@ func (q *timeQueue) put(h *holding) {
 		q.buckets[s] = b
 		q.push(s)
 	}
-	*b = append(*b, h)
-	*q.pos(h) = int32(len(*b))
+	addPlaced(b, h, q.pos)
 }
 
 // remove takes h out, if it is in the queue.
 func (q *timeQueue) remove(h *holding) {
-	p := q.pos(h)
-	if *p == 0 {
+	if !q.queued(h) {
 		return
 	}
-	s := int64(q.key(h) / queueSlot)
-	b := q.buckets[s]
-	items := *b
-	i, last := int(*p)-1, len(items)-1
-	if i != last {
-		items[i] = items[last]
-		*q.pos(items[i]) = int32(i + 1)
-	}
-	items[last] = nil
-	*b = items[:last]
-	*p = 0
+	removePlaced(q.buckets[int64(q.key(h)/queueSlot)], h, q.pos)
 }
 
 // first returns the holdings of the earliest bucket that has any, nil

@@ -58,24 +58,9 @@ func (r *report) round2Goals() []check {
 	ms := func(v float64) string { return fmtMs(time.Duration(v)) }
 	rate := func(v float64) string { return fmt.Sprintf("%.0f/s", v) }
 	ratio := func(id, a, b, what, cmp string, limit float64, f func(benchkit.Result) float64, unit func(float64) string) {
-		ra, ok := r.result(id, a)
-		if !ok {
-			return
+		if c, ok := r.ratioCheck(id, id, a, b, what, cmp, limit, f, unit); ok {
+			cs = append(cs, c)
 		}
-		rb, ok := r.result(id, b)
-		if !ok {
-			return
-		}
-		v, n, ok := r.medianRatio(id, a, b, f)
-		if !ok {
-			return
-		}
-		pass := v <= limit
-		if cmp == ">=" {
-			pass = v >= limit
-		}
-		cs = append(cs, check{Goal: id, Metric: what + " " + a + "/" + b, Value: v, Cmp: cmp, Limit: limit, Pass: pass,
-			Detail: fmt.Sprintf("%s vs %s over all rounds; median of %d round(s)", unit(f(ra)), unit(f(rb)), n)})
 	}
 	p50 := func(res benchkit.Result) float64 { return float64(res.Cycle.P50) }
 	ops := func(res benchkit.Result) float64 { return res.OpsPerSec }
@@ -87,29 +72,63 @@ func (r *report) round2Goals() []check {
 	ratio("W3", "redlock", anchor, "acquire wait p99", "<=", 0.25, waitP99, ms)
 
 	if res, ok := r.result("W7", "redlock"); ok && res.Keep != nil {
-		k := res.Keep
-		cs = append(cs,
-			check{Goal: "W7", Metric: "locks lost redlock", Value: float64(k.Lost), Cmp: "==", Limit: 0,
-				Pass:   k.Lost == 0 && k.Acquired == k.Locks,
-				Detail: fmt.Sprintf("%d of %d acquired, held %.0f s", k.Acquired, k.Locks, k.Hold.Seconds())},
-			check{Goal: "W7", Metric: "client CPU redlock, share of one core", Value: k.CPUFraction, Cmp: "<=",
-				Limit: maxCPUShare, Pass: k.CPUFraction <= maxCPUShare,
-				Detail: fmt.Sprintf("%.2f CPU s in %.1f s; %.0f commands/s at the nodes", k.CPUSeconds, k.Hold.Seconds(), k.ProcessedPerSec)},
-			check{Goal: "W7", Metric: "heap per held lock redlock, bytes", Value: k.HeapBytesPerLock, Cmp: "<=",
-				Limit: maxHeapPerLock, Pass: k.HeapBytesPerLock <= maxHeapPerLock,
-				Detail: fmt.Sprintf("%.1f MB for %d locks", k.HeapBytesPerLock*float64(k.Acquired)/1e6, k.Acquired)})
+		cs = append(cs, keepChecks("W7", "", res.Keep)...)
 	}
 
 	ratio("W8", "redlock-7n", "redlock-3n", "cycle p50", "<=", 1.3, p50, ms)
 
-	if res, ok := r.result("W9", "redlock"); ok && res.Detect != nil {
-		d := res.Detect
-		v := float64(d.Latency.P99) / 1e6
-		cs = append(cs, check{Goal: "W9", Metric: "loss detected p99 redlock, ms", Value: v, Cmp: "<=",
-			Limit: float64(maxDetectionP99) / 1e6, Pass: d.Samples > 0 && d.Latency.P99 <= maxDetectionP99,
-			Detail: fmt.Sprintf("p50 %s ms; %d of %d not noticed within %v", fmtMs(d.Latency.P50), d.Missed, d.Samples, d.MaxWait)})
+	if c, ok := r.detectCheck("W9", "", maxDetectionP99); ok {
+		cs = append(cs, c)
 	}
 	return cs
+}
+
+// ratioCheck checks the median over the rounds of workload id of
+// f(a)/f(b) against limit (cmp "<=" or ">="), as goal; the metric is what
+// and the targets. ok is false when either target was not measured.
+func (r *report) ratioCheck(goal, id, a, b, what, cmp string, limit float64, f func(benchkit.Result) float64, unit func(float64) string) (check, bool) {
+	ra, okA := r.result(id, a)
+	rb, okB := r.result(id, b)
+	v, n, ok := r.medianRatio(id, a, b, f)
+	if !okA || !okB || !ok {
+		return check{}, false
+	}
+	pass := v <= limit
+	if cmp == ">=" {
+		pass = v >= limit
+	}
+	return check{Goal: goal, Metric: what + " " + a + "/" + b, Value: v, Cmp: cmp, Limit: limit, Pass: pass,
+		Detail: fmt.Sprintf("%s vs %s over all rounds; median of %d round(s)", unit(f(ra)), unit(f(rb)), n)}, true
+}
+
+// keepChecks checks what keeping k's locks cost this library: none lost,
+// the client's share of a core and its heap per lock, as goal, each
+// metric after prefix.
+func keepChecks(goal, prefix string, k *benchkit.KeepResult) []check {
+	return []check{
+		{Goal: goal, Metric: prefix + "locks lost redlock", Value: float64(k.Lost), Cmp: "==", Limit: 0,
+			Pass:   k.Lost == 0 && k.Acquired == k.Locks,
+			Detail: fmt.Sprintf("%d of %d acquired, held %.0f s", k.Acquired, k.Locks, k.Hold.Seconds())},
+		{Goal: goal, Metric: prefix + "client CPU redlock, share of one core", Value: k.CPUFraction, Cmp: "<=",
+			Limit: maxCPUShare, Pass: k.CPUFraction <= maxCPUShare,
+			Detail: fmt.Sprintf("%.2f CPU s in %.1f s; %.0f commands/s at the nodes", k.CPUSeconds, k.Hold.Seconds(), k.ProcessedPerSec)},
+		{Goal: goal, Metric: prefix + "heap per held lock redlock, bytes", Value: k.HeapBytesPerLock, Cmp: "<=",
+			Limit: maxHeapPerLock, Pass: k.HeapBytesPerLock <= maxHeapPerLock,
+			Detail: fmt.Sprintf("%.1f MB for %d locks", k.HeapBytesPerLock*float64(k.Acquired)/1e6, k.Acquired)},
+	}
+}
+
+// detectCheck checks W9's loss-detection p99 of redlock against limit, as
+// goal, the metric after prefix; ok is false when W9 did not run.
+func (r *report) detectCheck(goal, prefix string, limit time.Duration) (check, bool) {
+	res, ok := r.result("W9", "redlock")
+	if !ok || res.Detect == nil {
+		return check{}, false
+	}
+	d := res.Detect
+	return check{Goal: goal, Metric: prefix + "loss detected p99 redlock, ms", Value: float64(d.Latency.P99) / 1e6, Cmp: "<=",
+		Limit: float64(limit) / 1e6, Pass: d.Samples > 0 && d.Latency.P99 <= limit,
+		Detail: fmt.Sprintf("p50 %s ms; %d of %d not noticed within %v", fmtMs(d.Latency.P50), d.Missed, d.Samples, d.MaxWait)}, true
 }
 
 // printDetect writes the table of the Detect workloads.

@@ -28,36 +28,25 @@ const (
 // (-w7-locks); and the loss detection p99 (D1).
 func (r *report) round3Goals() []check {
 	var cs []check
-	ratio := func(goal, id, a, b, what string, limit float64, f func(benchkit.Result) float64, unit string) {
-		m, n, ok := r.medianRatio(id, a, b, f)
-		if !ok {
-			return
+	us := func(v float64) string { return fmt.Sprintf("%.1f µs", v) }
+	ratio := func(goal, id, a, b, what string, limit float64, f func(benchkit.Result) float64) {
+		if c, ok := r.ratioCheck(goal, id, a, b, id+" "+what, "<=", limit, f, us); ok {
+			cs = append(cs, c)
 		}
-		ra, _ := r.result(id, a)
-		rb, _ := r.result(id, b)
-		cs = append(cs, check{Goal: goal, Metric: fmt.Sprintf("%s %s %s/%s", id, what, a, b), Value: m, Cmp: "<=", Limit: limit,
-			Pass:   m <= limit,
-			Detail: fmt.Sprintf("%.1f vs %.1f %s over all rounds; median of %d round(s)", f(ra), f(rb), unit, n)})
 	}
 	client := func(res benchkit.Result) float64 { return perCycleMicros(res.ClientCPUSeconds, res) }
 	total := func(res benchkit.Result) float64 {
 		return perCycleMicros(res.ClientCPUSeconds+res.ServerCPUSeconds, res)
 	}
 	p50 := func(res benchkit.Result) float64 { return float64(res.Cycle.P50) / 1e3 }
-	ratio("E1", "W2", "redlock", anchor, "client CPU per cycle", 0.6, client, "µs")
-	ratio("E2", "W2", "redlock", anchor, "client+nodes CPU per cycle", 1.0, total, "µs")
-	ratio("E3", "W2", "redlock", "redsync", "client+nodes CPU per cycle", 0.25, total, "µs")
-	ratio("E4", "W1-3", "redlock", "floor", "cycle p50", 1.1, p50, "µs")
-	ratio("E4", "W1-3", "redlock-fenced", "redlock", "cycle p50", 1.15, p50, "µs")
+	ratio("E1", "W2", "redlock", anchor, "client CPU per cycle", 0.6, client)
+	ratio("E2", "W2", "redlock", anchor, "client+nodes CPU per cycle", 1.0, total)
+	ratio("E3", "W2", "redlock", "redsync", "client+nodes CPU per cycle", 0.25, total)
+	ratio("E4", "W1-3", "redlock", "floor", "cycle p50", 1.1, p50)
+	ratio("E4", "W1-3", "redlock-fenced", "redlock", "cycle p50", 1.15, p50)
 
 	if k, ok := r.keepAt("redlock", curveLocks); ok {
-		cs = append(cs,
-			check{Goal: "S1", Metric: "W7 locks lost redlock", Value: float64(k.Lost), Cmp: "==", Limit: 0,
-				Pass: k.Lost == 0 && k.Acquired == k.Locks, Detail: fmt.Sprintf("%d of %d acquired", k.Acquired, k.Locks)},
-			check{Goal: "S1", Metric: "W7 client CPU redlock, share of one core", Value: k.CPUFraction, Cmp: "<=", Limit: maxCPUShare,
-				Pass: k.CPUFraction <= maxCPUShare, Detail: fmt.Sprintf("%.2f CPU s in %.1f s, %d locks", k.CPUSeconds, k.Hold.Seconds(), k.Locks)},
-			check{Goal: "S1", Metric: "W7 heap per held lock redlock, bytes", Value: k.HeapBytesPerLock, Cmp: "<=", Limit: maxHeapPerLock,
-				Pass: k.HeapBytesPerLock <= maxHeapPerLock, Detail: fmt.Sprintf("%d locks", k.Locks)})
+		cs = append(cs, keepChecks("S1", "W7 ", k)...)
 	}
 	if k, ok := r.keepAt("redlock", 0); ok && k.NodeBytesPerLock > 0 {
 		detail := fmt.Sprintf("%d locks, %.0f keys tracked per node", k.Locks, k.TrackedKeysPerNode)
@@ -74,12 +63,8 @@ func (r *report) round3Goals() []check {
 		cs = append(cs, check{Goal: "S3", Metric: "W7 client CPU redlock, 1M locks / 100k", Value: g, Cmp: "<=", Limit: maxCPUGrowth,
 			Pass: g <= maxCPUGrowth, Detail: fmt.Sprintf("%.2f vs %.2f CPU s", big.CPUSeconds, small.CPUSeconds)})
 	}
-	if res, ok := r.result("W9", "redlock"); ok && res.Detect != nil {
-		d := res.Detect
-		v := float64(d.Latency.P99) / 1e6
-		cs = append(cs, check{Goal: "D1", Metric: "W9 loss detected p99 redlock, ms", Value: v, Cmp: "<=",
-			Limit: float64(maxDetectP99Round3) / 1e6, Pass: d.Samples > 0 && d.Latency.P99 <= maxDetectP99Round3,
-			Detail: fmt.Sprintf("p50 %s ms, %d samples", fmtMs(d.Latency.P50), d.Samples)})
+	if c, ok := r.detectCheck("D1", "W9 ", maxDetectP99Round3); ok {
+		cs = append(cs, c)
 	}
 	return cs
 }

@@ -408,7 +408,7 @@ func (r *report) printCPU(w io.Writer) {
 				header = true
 			}
 			ops := float64(res.Ops)
-			c, s := 1e6*res.ClientCPUSeconds/ops, 1e6*res.ServerCPUSeconds/ops
+			c, s := perCycleMicros(res.ClientCPUSeconds, res), perCycleMicros(res.ServerCPUSeconds, res)
 			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.2f | %.2f |\n", wl.ID, res.Target, c, s, c+s,
 				float64(res.ClientSyscalls)/ops, float64(res.ServerEvents)/ops)
 		}
