@@ -213,6 +213,7 @@ func (c *cleaner) send(batch []pendingDiscard) bool {
 		keys[i], tokens[i] = p.key, p.token
 	}
 	cmd := releaseManyScript.cmd(judgeList(len(batch)), keys, tokens...).detach()
+	cmd.unacked = true // a cleanup's replicas cannot matter: nobody counts it
 	ctx, cancel := context.WithTimeout(context.Background(), c.nodeTimeout)
 	rep := c.n.do(ctx, cmd, c.nodeTimeout)
 	cancel()

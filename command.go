@@ -24,6 +24,9 @@ type command struct {
 	// vote, when set, marks a command whose yes makes or keeps a holding,
 	// judged by the node guard under this rule (guard.go).
 	vote *voteRule
+	// unacked marks a write that WithReplicaAck need not wait for: the
+	// cleaner's deletes.
+	unacked bool
 }
 
 // cmd builds a command of script s over keys with args.

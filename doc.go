@@ -172,8 +172,13 @@
 //   - ErrNotVoting: the node guard kept a node out of the vote (it
 //     restarted recently without durable storage, or its clock is off);
 //     it comes in a *NodeError and says which.
+//   - ErrReplicaAck: a node's write was not acknowledged by the replicas
+//     WithReplicaAck asks for, so its vote or release failed (a
+//     *ReplicaAckError in a *NodeError).
 //
 // The detail is in typed errors, for errors.As: *NodeError is the failure
-// of one node (it unwraps to the Redis or network error), and
-// *InsufficientNodesError a node list shorter than three.
+// of one node (it unwraps to the Redis or network error),
+// *InsufficientNodesError a node list shorter than three (or a cluster with
+// fewer than three masters), and *ReplicaAckError a WAIT that reported too
+// few replicas.
 package redlock

@@ -27,6 +27,7 @@ var sentinels = map[string]error{
 	"ErrNoLeader":          redlock.ErrNoLeader,
 	"ErrNodeBusy":          redlock.ErrNodeBusy,
 	"ErrNotVoting":         redlock.ErrNotVoting,
+	"ErrReplicaAck":        redlock.ErrReplicaAck,
 }
 
 // TestSentinels: every sentinel matches ErrRedlock and itself, none

@@ -59,6 +59,9 @@ func NewFactoryFromNodes(nodes []Node, opts ...Option) (*Factory, error) {
 	if err := checkNodes(nodes); err != nil {
 		return nil, err
 	}
+	if err := checkAckNodes(nodes, check.replicaAck); err != nil {
+		return nil, err
+	}
 	f := newFactory(nodes, cfg, check, check.pipelining && allPools(nodes))
 	if check.wakeups {
 		f.wake = newWaker(nodes, check.nodeTimeout, f.o, cfg.logger)
@@ -102,13 +105,17 @@ func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	f := &Factory{defaults: cfg, nodeGroup: nodeGroup{o: o, fifo: pipelined}}
 	f.set = &nodeSet{g: &f.nodeGroup, o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
 	for i, nd := range nodes {
-		n := &node{index: i, addr: nd.Addr(), set: f.set}
+		n := &node{index: i, addr: nd.Addr(), set: f.set, ack: ackWait(check.replicaAck, check.nodeTimeout)}
 		n.guard.n = n
 		p, isPool := nd.(poolNode)
-		n.fifo = isPool && pipelined
+		n.cluster, _ = nd.(*clusterNode)
+		cp, clusterPooled := clusterPoolOf(nd)
+		n.fifo = (isPool || clusterPooled) && pipelined
 		switch {
 		case isPool && pipelined:
 			n.pool, n.tr = p.p, newPipeTransport(p.p, o, max(check.nodeTimeout, minStall), n)
+		case clusterPooled && pipelined:
+			n.pool, n.tr = cp, newPipeTransport(cp, o, max(check.nodeTimeout, minStall), n)
 		case isPool:
 			n.pool, n.tr = p.p, newNodeTransport(nd, o, check.nodeTimeout)
 		default:

@@ -172,6 +172,9 @@ func (g *nodeGuard) clockOff(allowance time.Duration, ev evidence) error {
 // restart in the second they were read would have to come with a change
 // of its persistence settings to matter.)
 func (g *nodeGuard) young(window time.Duration, ev evidence) error {
+	if why := g.moved(window); why != nil {
+		return why
+	}
 	if ev.lastsave >= 0 && ev.clock-(ev.lastsave+1)*1e6 >= window.Microseconds() {
 		return nil
 	}
@@ -197,6 +200,27 @@ func (g *nodeGuard) young(window time.Duration, ev evidence) error {
 	if up := monotonic() - t.since; up < window {
 		return &notVoting{fmt.Sprintf("it started %v ago without durable storage (%s), and the restart guard keeps it out until it has run %v (WithRestartGuard)",
 			up.Round(time.Millisecond), t.facts.persistence(), window)}
+	}
+	return nil
+}
+
+// moved keeps a cluster node out of the vote for window after this client
+// saw its master or hash tag change: the master that took over (a promoted
+// replica, or the master the node moved to after a reshard) may lack the
+// keys the node held, as a node that restarted without persistence does.
+// A process's uptime cannot show that, and neither can its persistence.
+func (g *nodeGuard) moved(window time.Duration) error {
+	cn := g.n.cluster
+	if cn == nil {
+		return nil
+	}
+	at := cn.moved.Load()
+	if at == 0 {
+		return nil
+	}
+	if since := monotonic() - time.Duration(at); since < window {
+		return &notVoting{fmt.Sprintf("its cluster master or slot changed %v ago (now %s, slot %d), and the restart guard keeps it out until %v have passed (WithRestartGuard)",
+			since.Round(time.Millisecond), cn.Addr(), cn.place.Load().slot, window)}
 	}
 	return nil
 }

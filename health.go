@@ -39,8 +39,14 @@ type NodeHealth struct {
 	// Err is why the node could not be read (unreachable, timed out);
 	// nil when it answered.
 	Err error
+	// KeyTag and Slot say where a node of ClusterNodes keeps its keys: the
+	// hash tag in front of every name ("{7}") and its slot, which the
+	// master at Addr owns. "" and -1 for an independent node.
+	KeyTag string
+	Slot   int
 
-	ran time.Duration // how long the node had run at least (nodeFacts.ranAtLeast)
+	ran   time.Duration // how long the node had run at least (nodeFacts.ranAtLeast)
+	moved time.Duration // how long ago this client saw a cluster node's master or tag change; 0: never
 }
 
 // Health reads every node's facts (INFO, CONFIG GET append* and TIME,
@@ -80,7 +86,14 @@ func (f *Factory) Health(ctx context.Context) ([]NodeHealth, error) {
 
 // health reads node n's facts and clock.
 func (n *node) health(ctx context.Context, timeout time.Duration) NodeHealth {
-	h := NodeHealth{Addr: n.addr}
+	h := NodeHealth{Addr: n.addr, Slot: -1}
+	if cn := n.cluster; cn != nil {
+		p := cn.place.Load()
+		h.Addr, h.KeyTag, h.Slot = cn.Addr(), p.prefix, p.slot
+		if at := cn.moved.Load(); at != 0 {
+			h.moved = max(monotonic()-time.Duration(at), 1)
+		}
+	}
 	sent := time.Now()
 	clock := n.do(ctx, plainCmd(judgeAnyReply, "TIME"), timeout)
 	got := time.Now()
@@ -137,6 +150,8 @@ func judgeHealth(h *NodeHealth, cfg *config) {
 		h.Why = "unreachable: " + detailOf(h.Err)
 	case allowance > 0 && (h.ClockOffset-h.RTT/2 > allowance || h.ClockOffset+h.RTT/2 < -allowance):
 		h.Why = fmt.Sprintf("its clock is %v off this client's, beyond the clock guard's %v (WithClockGuard)", h.ClockOffset.Round(time.Millisecond/10), allowance)
+	case window > 0 && h.moved > 0 && h.moved < window:
+		h.Why = fmt.Sprintf("its cluster master or slot changed %v ago, and the restart guard keeps it out until %v have passed (WithRestartGuard)", h.moved.Round(time.Millisecond), window)
 	case window > 0 && h.RunID == "":
 		h.Why = "its uptime is unknown (INFO refused); the restart guard keeps such a node out (WithRestartGuard(0) turns it off)"
 	case window > 0 && !h.Durable && h.ran < window:

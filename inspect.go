@@ -15,6 +15,13 @@ type NodeState struct {
 	TTL   time.Duration // the key's remaining time to live; 0 when absent
 	Fence int64         // the last fencing token committed on the node; 0 when none
 	Err   error         // a *NodeError when the node did not answer
+	// Key is the name's key on the node: the name itself on an
+	// independent node, the name under the master's hash tag on a node of
+	// ClusterNodes ("{7}orders:42").
+	Key string
+	// Slot is the key's hash slot on a node of ClusterNodes, which its
+	// master owns; -1 on an independent node.
+	Slot int
 }
 
 // Inspection is a snapshot of a lock name across all nodes, taken without
@@ -57,10 +64,12 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 	fan := f.fan(cfg.quorum, cfg.nodeTimeout, nil)
 	r := fan.run(ctx, inspectScript.cmd(judgeValues, []any{name, name + FenceSuffix}), true)
 	for i, n := range f.nodes {
-		in.Nodes[i] = NodeState{Node: i, Addr: n.addr, Err: n.wrap(context.DeadlineExceeded)}
+		in.Nodes[i] = n.state(name)
+		in.Nodes[i].Err = n.wrap(context.DeadlineExceeded)
 	}
 	r.each(func(n *node, rep *reply) {
-		st := NodeState{Node: n.index, Addr: n.addr, Err: rep.err}
+		st := n.state(name)
+		st.Err = rep.err
 		if rep.err == nil {
 			vals := rep.raw.([]any)
 			st.Token, _ = redis.String(vals[0], nil)
@@ -82,4 +91,15 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 		}
 	}
 	return in, nil
+}
+
+// state is a NodeState of name on n without the readings: where the key
+// lives.
+func (n *node) state(name string) NodeState {
+	st := NodeState{Node: n.index, Addr: n.addr, Key: name, Slot: -1}
+	if cn := n.cluster; cn != nil {
+		p := cn.place.Load()
+		st.Addr, st.Key, st.Slot = cn.Addr(), p.prefix+name, p.slot
+	}
+	return st
 }

@@ -123,6 +123,16 @@ func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, obs *observer, log
 	usable := false
 	for i, n := range nodes {
 		dial := dialerOf(n.pool)
+		onKeys := d.invalidated
+		if cp, ok := n.pool.(clusterPool); ok { // a cluster node's keys carry its hash tag
+			dial = cp.dial
+			onKeys = func(keys []string) {
+				for i, k := range keys {
+					keys[i] = untagged(k)
+				}
+				d.invalidated(keys)
+			}
+		}
 		if dial == nil {
 			continue
 		}
@@ -130,7 +140,7 @@ func newLossDetector(g *nodeGroup, nodeTimeout time.Duration, obs *observer, log
 		d.configs[i] = pubsub.Config{
 			Dial:           func(ctx context.Context) (redis.Conn, error) { return d.dial(ctx, i, dial) },
 			Spawn:          g.o.spawn,
-			OnKeys:         func(_ string, keys []string) { d.invalidated(keys) },
+			OnKeys:         func(_ string, keys []string) { onKeys(keys) },
 			OnConnect:      func(bool) { d.connected(i) },
 			OnDisconnect:   func(error) { d.disconnected(i) },
 			HealthInterval: subscriberHealth,

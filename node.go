@@ -22,6 +22,8 @@ type node struct {
 	cleaner *cleaner
 	set     *nodeSet
 	det     *lossDetector // loss detection; nil when off
+	cluster *clusterNode  // a master of a Redis Cluster (ClusterNodes); nil for an independent node
+	ack     []any         // the WAIT arguments of WithReplicaAck (ackWait); nil: none
 
 	// scripts has the bit of every script known to have run on the node
 	// (pool transport), so that only a script lost later counts as

@@ -89,7 +89,8 @@ func poolNodes(pools []Pool) []Node {
 // may pipeline.
 func allPools(nodes []Node) bool {
 	for _, n := range nodes {
-		if _, ok := n.(poolNode); !ok {
+		_, pooled := clusterPoolOf(n)
+		if _, ok := n.(poolNode); !ok && !pooled {
 			return false
 		}
 	}
@@ -103,7 +104,7 @@ type poolNode struct{ p Pool }
 func (n poolNode) Addr() string { return nodeAddr(n.p) }
 
 func (n poolNode) Do(ctx context.Context, name string, args ...any) (any, error) {
-	v, _, err := n.do(ctx, plainCmd(nil, name, args...))
+	v, _, err := n.do(ctx, plainCmd(nil, name, args...), nil)
 	return replyOf(v, err)
 }
 
@@ -112,7 +113,7 @@ func (n poolNode) RunScript(ctx context.Context, s *Script, keys []string, args 
 	for i, k := range keys {
 		ks[i] = k
 	}
-	v, _, err := n.do(ctx, s.in.cmd(nil, ks, args...))
+	v, _, err := n.do(ctx, s.in.cmd(nil, ks, args...), nil)
 	return replyOf(v, err)
 }
 

@@ -98,7 +98,11 @@ func (t *nodeTransport) close() {}
 // the observer when the node had lost a script it ran before.
 func (p poolNode) run(ctx context.Context, c *call) reply {
 	n, cmd := c.n, c.cmd
-	v, missed, err := p.do(ctx, cmd)
+	var wait []any
+	if cmd.writes() {
+		wait = n.ack
+	}
+	v, missed, err := p.do(ctx, cmd, wait)
 	rep := n.judge(c, v, err)
 	if s := cmd.script; s != nil {
 		// A node's first use of a script is expected to miss it (pools
@@ -112,13 +116,29 @@ func (p poolNode) run(ctx context.Context, c *call) reply {
 }
 
 // do runs cmd on a pooled connection: a script with EVALSHA, then with
-// EVAL when the node answers NOSCRIPT (missed).
-func (p poolNode) do(ctx context.Context, cmd *command) (v any, missed bool, err error) {
+// EVAL when the node answers NOSCRIPT (missed); then WAIT with the
+// arguments wait on the same connection, unless wait is nil
+// (WithReplicaAck), whose shortfall fails the command.
+func (p poolNode) do(ctx context.Context, cmd *command, wait []any) (v any, missed bool, err error) {
 	conn, err := p.p.GetContext(ctx)
 	if err != nil {
 		return nil, false, err
 	}
 	defer conn.Close()
+	v, missed, err = runOn(ctx, conn, cmd)
+	if err != nil || wait == nil {
+		return v, missed, err
+	}
+	acks, err := doTimeout(ctx, conn, "WAIT", wait...)
+	if err == nil {
+		err = checkAck(acks, wait)
+	}
+	return v, missed, err
+}
+
+// runOn runs cmd on conn: a script with EVALSHA, then with EVAL when the
+// node answers NOSCRIPT (missed).
+func runOn(ctx context.Context, conn redis.Conn, cmd *command) (v any, missed bool, err error) {
 	s := cmd.script
 	if s == nil {
 		v, err = doTimeout(ctx, conn, cmd.name, cmd.args...)

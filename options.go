@@ -56,6 +56,7 @@ type config struct {
 	restartGuardSet   bool // else the lock's TTL (guardoptions.go)
 	clockGuard        time.Duration
 	clockGuardSet     bool   // else half the drift allowance
+	replicaAck        int    // factory-level (replicaack.go)
 	factoryOnly       string // the first factory-level option given, by name
 }
 
@@ -270,6 +271,9 @@ func (c *config) validate(nodes int) error {
 	}
 	if err := c.validateGuard(); err != nil {
 		return err
+	}
+	if c.replicaAck < 0 || c.replicaAck > maxReplicaAck {
+		return invalidArg("replica ack %d is not in [0, %d]", c.replicaAck, maxReplicaAck)
 	}
 	if !c.quorumSet {
 		c.quorum = nodes/2 + 1

@@ -32,6 +32,7 @@ type script struct {
 	// also returns the node's clock and LASTSAVE (guardedSource); nil for
 	// scripts that are not votes.
 	guarded *script
+	writes  bool // it writes lock keys: WithReplicaAck waits for its replicas
 }
 
 var (
@@ -57,9 +58,16 @@ var allScripts = []*script{releaseScript, releaseManyScript, extendScript, exten
 // or keeps a holding: under the node guard they run in their guarded form.
 var voteScripts = []*script{acquireScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript, extendScript, extendManyScript, checkScript}
 
+// writeScripts are the scripts that write lock keys.
+var writeScripts = []*script{acquireScript, acquireFencedScript, fenceCommitScript, multiSetScript, rwReadScript, rwWriteScript, extendScript, extendManyScript, releaseScript, releaseManyScript}
+
 func init() {
+	for _, s := range writeScripts {
+		s.writes = true
+	}
 	for _, s := range voteScripts {
 		s.guarded = newScript(s.name, guardedSource(s.src))
+		s.guarded.writes = s.writes
 		allScripts = append(allScripts, s.guarded)
 	}
 	for i, s := range allScripts {

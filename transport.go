@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,8 +80,11 @@ func (c *call) Command() (string, []any) { return c.name, c.args }
 // FLUSH, restart) gets the source with EVAL, queued for a writer goroutine
 // since the reader must never write.
 func (c *call) Reply(v any, err error) {
+	if c.n.cluster != nil {
+		c.n.cluster.saw(err)
+	}
 	if c.name == "EVALSHA" && isNoScript(err) {
-		c.name, c.args = "EVAL", append([]any{c.cmd.script.src}, c.cmd.args[1:]...)
+		c.name, c.args = "EVAL", append([]any{c.cmd.script.src}, c.args[1:]...)
 		c.n.tr.(*pipeTransport).conn.Enqueue(c)
 		return
 	}
@@ -89,23 +93,47 @@ func (c *call) Reply(v any, err error) {
 	c.deliver(rep)
 }
 
-// WantsClock implements pipeline.Clocked: a plain SET that is a vote
-// under the node guard wants the node's TIME behind it on the same
-// connection (guard.go).
-func (c *call) WantsClock() bool { return c.cmd.vote != nil && c.cmd.script == nil }
+// Trailers implements pipeline.Trailed: a write under WithReplicaAck
+// wants WAIT behind it, and a plain SET that is a vote under the node
+// guard wants the node's TIME (guard.go).
+func (c *call) Trailers() (wait, clock bool) {
+	return c.n.ack != nil && c.cmd.writes(), c.cmd.vote != nil && c.cmd.script == nil
+}
 
-// Hold implements pipeline.Clocked: the vote's own reply, kept until the
-// clock's.
+// Hold implements pipeline.Trailed: the command's own reply, kept until
+// its trailers'.
 func (c *call) Hold(v any, err error) { c.held, c.heldErr = v, err }
 
-// ReplyClock implements pipeline.Clocked: the TIME read behind the vote.
-func (c *call) ReplyClock(t any, terr error) {
-	v, err := c.held, c.heldErr
+// ReplyTrailers implements pipeline.Trailed: the WAIT and TIME read behind
+// the command. The command's own error reply comes first (NOSCRIPT sends
+// it again as EVAL); then too few replicas fail it; then the clock is the
+// vote's evidence.
+func (c *call) ReplyTrailers(wait, clock any, err error) {
+	v, verr := c.held, c.heldErr
 	if err != nil {
 		c.deliver(reply{err: c.n.wrap(err)})
 		return
 	}
-	ev, err := timeEvidence(t, terr)
+	if verr != nil {
+		c.Reply(v, verr)
+		return
+	}
+	w, t := c.Trailers()
+	if w {
+		if err := checkAck(wait, c.n.ack); err != nil {
+			c.deliver(reply{err: c.n.wrap(err)})
+			return
+		}
+	}
+	if !t {
+		c.Reply(v, nil)
+		return
+	}
+	terr, _ := clock.(error)
+	if terr != nil {
+		clock = nil
+	}
+	ev, err := timeEvidence(clock, terr)
 	if err != nil {
 		c.deliver(reply{err: c.n.wrap(err)})
 		return
@@ -117,7 +145,7 @@ func (c *call) ReplyClock(t any, terr error) {
 // delete that must happen goes to the node's cleanup worker. It recycles
 // the call, on every transport: nothing may use it after deliver.
 func (c *call) deliver(rep reply) {
-	if rep.err != nil && c.cmd.deleteTTL > 0 {
+	if rep.err != nil && c.cmd.deleteTTL > 0 && !errors.Is(rep.err, ErrReplicaAck) { // unacknowledged, the delete did happen
 		for _, d := range c.cmd.discards() {
 			c.n.cleaner.add(d, true)
 		}
@@ -144,16 +172,25 @@ func (c *call) deliver(rep reply) {
 type pipeTransport struct{ conn *pipeline.Conn }
 
 func newPipeTransport(p Pool, o *owner, stall time.Duration, n *node) *pipeTransport {
-	return &pipeTransport{conn: pipeline.New(pipeline.Config{
+	cfg := pipeline.Config{
 		Dial:  p.GetContext,
 		Setup: n.setup,
 		Stall: stall,
 		Spawn: o.spawn,
-	})}
+	}
+	if n.cluster != nil {
+		cfg.Epoch = n.cluster.epoch.Load // a new master: a new connection
+	}
+	cfg.Wait = n.ack
+	return &pipeTransport{conn: pipeline.New(cfg)}
 }
 
-func (t *pipeTransport) start(_ context.Context, c *call) {
+func (t *pipeTransport) start(ctx context.Context, c *call) {
 	c.name, c.args = c.cmd.name, c.cmd.args
+	if cn := c.n.cluster; cn != nil {
+		cn.fresh(ctx, c.n.set.nodeTimeout)
+		c.args = c.cmd.tagged(cn.tag())
+	}
 	if c.cmd.script != nil {
 		c.name = "EVALSHA"
 	}

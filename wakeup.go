@@ -36,11 +36,12 @@ const (
 // then retries at once.
 type waker struct {
 	configs []pubsub.Config // one per node that can dial
+	tags    []*clusterNode  // the cluster node of each config; nil for an independent node
 
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	subs    []*pubsub.Subscriber
+	subs    []wakeSub
 	names   map[string]*interest
 }
 
@@ -75,21 +76,31 @@ func newWaker(nodes []Node, nodeTimeout time.Duration, o *owner, logger *slog.Lo
 	w := &waker{names: map[string]*interest{}}
 	for _, nd := range nodes {
 		var cfg pubsub.Config
+		cn, _ := nd.(*clusterNode)
 		switch n := nd.(type) {
 		case poolNode:
 			cfg.Dial = dialerOf(n.p)
 		case PubSubNode:
 			cfg.Open = openerOf(n)
 		}
+		if cp, ok := clusterPoolOf(nd); ok {
+			cfg.Dial = cp.dial
+		}
 		if cfg.Dial == nil && cfg.Open == nil {
 			continue
 		}
+		onMessage, onConfirm := w.notify, w.confirm
+		if cn != nil { // a cluster node's channels carry its hash tag
+			onMessage = func(ch string, token []byte) { w.notify(untaggedChannel(ch), token) }
+			onConfirm = func(ch string) { w.confirm(untaggedChannel(ch)) }
+		}
+		w.tags = append(w.tags, cn)
 		w.configs = append(w.configs, pubsub.Config{
 			Dial:           cfg.Dial,
 			Open:           cfg.Open,
 			Spawn:          o.spawn,
-			OnMessage:      w.notify,
-			OnConfirm:      w.confirm,
+			OnMessage:      onMessage,
+			OnConfirm:      onConfirm,
 			OnConnect:      w.reconnected,
 			HealthInterval: subscriberHealth,
 			DialTimeout:    max(nodeTimeout, minStall),
@@ -112,11 +123,35 @@ func (w *waker) start() {
 		return
 	}
 	w.started = true
-	for _, cfg := range w.configs {
+	for i, cfg := range w.configs {
 		if sub, err := pubsub.New(cfg); err == nil {
-			w.subs = append(w.subs, sub)
+			w.subs = append(w.subs, wakeSub{sub, w.tags[i]})
 		}
 	}
+}
+
+// wakeSub is one node's subscriber, with the cluster node whose hash tag
+// its channels carry (nil for an independent node).
+type wakeSub struct {
+	*pubsub.Subscriber
+	cluster *clusterNode
+}
+
+// channel is the release channel of name on the subscriber's node: a
+// cluster node's release publishes on its tagged key (release.lua).
+func (s wakeSub) channel(name string) string {
+	if s.cluster != nil {
+		return releaseChannelPrefix + s.cluster.tag() + name
+	}
+	return releaseChannelPrefix + name
+}
+
+// untaggedChannel is a cluster node's release channel without its tag.
+func untaggedChannel(ch string) string {
+	if name, ok := strings.CutPrefix(ch, releaseChannelPrefix); ok {
+		return releaseChannelPrefix + untagged(name)
+	}
+	return ch
 }
 
 // dialerOf returns a function that opens a connection of its own to the
@@ -148,8 +183,8 @@ func (w *waker) watch(name string) (*waiter, *interest, func()) {
 		in = &interest{ready: make(chan struct{})}
 		w.names[name] = in
 		for _, s := range w.subs {
-			_ = s.Subscribe(releaseChannelPrefix + name) // fails only once closed
-			if s.Confirmed(releaseChannelPrefix + name) {
+			_ = s.Subscribe(s.channel(name)) // fails only once closed
+			if s.Confirmed(s.channel(name)) {
 				// Put back before its UNSUBSCRIBE was written: the node
 				// never stopped delivering, and will not confirm again.
 				in.readyOnce.Do(func() { close(in.ready) })
@@ -191,7 +226,7 @@ func (w *waker) unwatch(name string, in *interest, wt *waiter) {
 	if len(in.queue) == 0 && w.names[name] == in {
 		delete(w.names, name)
 		for _, s := range w.subs {
-			_ = s.Unsubscribe(releaseChannelPrefix + name)
+			_ = s.Unsubscribe(s.channel(name))
 		}
 	}
 }

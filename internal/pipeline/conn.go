@@ -11,32 +11,47 @@ import (
 // in the order of inflight.
 type conn struct {
 	rc         redis.Conn
+	epoch      uint64 // Config.Epoch when dialled
+	wait       []any  // Config.Wait
 	stall      time.Duration
 	inflight   chan Call
 	dead       chan struct{} // closed by the reader when the connection failed
 	readerDone sync.WaitGroup
 }
 
-// clockMark stands in the reader's queue for the TIME written behind a
-// batch of Clocked calls; it carries no state.
-type clockMark struct{}
+// clockMark and waitMark stand in the reader's queue for the TIME and the
+// WAIT written behind a batch of Trailed calls. A waitMark's last says
+// that no TIME follows it.
+type (
+	clockMark struct{}
+	waitMark  struct {
+		args []any
+		last bool
+	}
+)
 
-func (clockMark) Command() (string, []any) { return "TIME", nil }
-func (clockMark) Reply(any, error)         {}
+func (clockMark) Command() (string, []any)  { return "TIME", nil }
+func (clockMark) Reply(any, error)          {}
+func (m waitMark) Command() (string, []any) { return "WAIT", m.args }
+func (waitMark) Reply(any, error)           {}
 
-// write sends a batch and flushes it once, with one TIME behind it when a
-// call of the batch wants the clock.
+// write sends a batch and flushes it once, with the trailers behind it
+// that its calls want.
 func (c *conn) write(batch []Call) {
-	clocked := false
+	wait, clock := false, false
 	for i, call := range batch {
-		if p, ok := call.(Clocked); ok && p.WantsClock() {
-			clocked = true
+		if p, ok := call.(Trailed); ok {
+			w, t := p.Trailers()
+			wait, clock = wait || w && c.wait != nil, clock || t
 		}
 		if !c.send(call, batch[i:]) {
 			return
 		}
 	}
-	if clocked {
+	if wait && !c.send(waitMark{c.wait, !clock}, batch[:0]) {
+		return
+	}
+	if clock {
 		c.send(clockMark{}, batch[:0])
 	}
 	// A failed flush breaks the connection: the reader then fails what was
@@ -71,25 +86,35 @@ func (c *conn) send(call Call, rest []Call) bool {
 // fails every call in flight.
 func (c *conn) readLoop() {
 	defer c.readerDone.Done()
-	var held []Clocked // calls whose reply waits for the batch's TIME
+	var held []Trailed // calls whose reply waits for the batch's trailers
+	var waited any     // the batch's WAIT reply, until its TIME's
 	for call := range c.inflight {
 		v, err := redis.ReceiveWithTimeout(c.rc, c.stall)
 		if !answered(err) {
 			for _, p := range held {
-				p.ReplyClock(nil, err)
+				p.ReplyTrailers(nil, nil, err)
 			}
 			c.fail(call, err)
 			return
 		}
 		switch p := call.(type) {
-		case clockMark:
-			for i, h := range held {
-				h.ReplyClock(v, err)
-				held[i] = nil
+		case waitMark:
+			if err != nil {
+				v = err // WAIT refused (an error reply): each call judges it
 			}
-			held = held[:0]
-		case Clocked:
-			if p.WantsClock() {
+			if !p.last {
+				waited = v
+				continue
+			}
+			held = deliver(held, v, nil)
+		case clockMark:
+			if err != nil {
+				v = err
+			}
+			held = deliver(held, waited, v)
+			waited = nil
+		case Trailed:
+			if w, t := p.Trailers(); t || w && c.wait != nil {
 				p.Hold(v, err)
 				held = append(held, p)
 				continue
@@ -99,9 +124,19 @@ func (c *conn) readLoop() {
 			call.Reply(v, err)
 		}
 	}
-	for _, p := range held { // the writer never leaves a batch without its TIME
-		p.ReplyClock(nil, ErrClosed)
+	for _, p := range held { // the writer never leaves a batch without its trailers
+		p.ReplyTrailers(nil, nil, ErrClosed)
 	}
+}
+
+// deliver ends the held calls with the trailers' replies (an error reply
+// in place of one) and returns held emptied.
+func deliver(held []Trailed, wait, clock any) []Trailed {
+	for i, h := range held {
+		h.ReplyTrailers(wait, clock, nil)
+		held[i] = nil
+	}
+	return held[:0]
 }
 
 // answered reports whether a receive got a reply, an error reply included.

@@ -29,19 +29,22 @@ type Call interface {
 	Reply(v any, err error)
 }
 
-// Clocked is a Call that may want the node's clock read behind it on the
-// same connection, so that the reading comes from the same server process
-// and from no earlier than the command (a vote, and the node guard's
-// clock). When WantsClock reports true, the writer puts one TIME behind
-// the batch the call is written in, shared by every such call of the
-// batch; the reader hands the call's own reply to Hold and then TIME's
-// reply, or the connection's failure, to ReplyClock, which ends the call
-// instead of Reply. A failure before its own reply ends it with Reply.
-type Clocked interface {
+// Trailed is a Call that may want commands read behind it on the same
+// connection, so that their replies come from the same server process and
+// from no earlier than the command: WAIT, for the replicas' acknowledgement
+// of a write (Config.Wait), and TIME, for the node guard's clock. When
+// Trailers reports either, the writer puts one WAIT and then one TIME (each
+// only if a call of the batch wants it) behind the batch the call is
+// written in, shared by every such call of the batch; the reader hands
+// the call's own reply to Hold, and then the trailers' replies (nil for
+// one not wanted), or the connection's failure, to ReplyTrailers, which
+// ends the call instead of Reply. A failure before its own reply ends it
+// with Reply.
+type Trailed interface {
 	Call
-	WantsClock() bool
+	Trailers() (wait, clock bool)
 	Hold(v any, err error)
-	ReplyClock(v any, err error)
+	ReplyTrailers(wait, clock any, err error)
 }
 
 // Config says how a Conn reaches its node.
@@ -58,6 +61,13 @@ type Config struct {
 	// false when the owner refuses new work; the calls that needed the
 	// goroutine then fail with ErrClosed.
 	Spawn func(fn func()) bool
+	// Wait is the arguments of the WAIT written behind a batch whose
+	// calls want it (numreplicas, timeout in ms); nil: none wants it.
+	Wait []any
+	// Epoch, when set, names the server that Dial reaches now: a
+	// connection dialled under another epoch is replaced before the next
+	// write (a cluster node whose master changed).
+	Epoch func() uint64
 }
 
 // Conn is an auto-pipelined connection to one node.
@@ -102,7 +112,7 @@ func (p *Conn) queue(c Call, inline bool) {
 		return
 	}
 	p.writing = true
-	if p.cur == nil || p.cur.broken() {
+	if p.cur == nil || p.outdated(p.cur) {
 		p.mu.Unlock()
 		p.start(p.redial)
 		return
@@ -169,7 +179,7 @@ func (p *Conn) drain() {
 			p.mu.Unlock()
 			return
 		}
-		if p.cur == nil || p.cur.broken() {
+		if p.cur == nil || p.outdated(p.cur) {
 			p.mu.Unlock()
 			p.redial()
 			return
@@ -217,10 +227,20 @@ func (p *Conn) redial() {
 	p.drain()
 }
 
+// outdated reports whether c must be replaced: it failed, or it reaches a
+// server of an earlier epoch.
+func (p *Conn) outdated(c *conn) bool {
+	return c.broken() || p.cfg.Epoch != nil && c.epoch != p.cfg.Epoch()
+}
+
 // dial takes a connection, prepares it and starts its reader.
 func (p *Conn) dial() (*conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Stall)
 	defer cancel()
+	var epoch uint64
+	if p.cfg.Epoch != nil {
+		epoch = p.cfg.Epoch() // before the dial: a change during it redials
+	}
 	rc, err := p.cfg.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -231,7 +251,7 @@ func (p *Conn) dial() (*conn, error) {
 			return nil, err
 		}
 	}
-	c := &conn{rc: rc, stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
+	c := &conn{rc: rc, epoch: epoch, wait: p.cfg.Wait, stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
 	c.readerDone.Add(1)
 	if !p.cfg.Spawn(c.readLoop) {
 		c.readerDone.Done()
