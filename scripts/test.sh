@@ -43,7 +43,8 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 
 need_pkgs=()
-command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server redis-tools)
+command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_pkgs+=(redis-tools) # creates the Redis Cluster of the cluster tests
 command -v redis-sentinel >/dev/null 2>&1 || need_pkgs+=(redis-sentinel)
 command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc) # builds the clock shim of the node guard's tests
 if [ ${#need_pkgs[@]} -gt 0 ]; then
