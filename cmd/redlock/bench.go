@@ -79,14 +79,14 @@ benchmark is in bench/ (see its README).`,
 			return runBench(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), urls, perRun, asJSON, rep)
 		},
 	}
-	nf = addNodeFlags(cmd)
+	nf = addIndependentNodeFlags(cmd)
 	cmd.Flags().DurationVar(&perRun, "duration", time.Second, "how long each workload runs for each target")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }
 
 func runBench(ctx context.Context, out, errw io.Writer, urls []string, perRun time.Duration, asJSON bool, rep benchReport) error {
-	c, err := openCluster(urls)
+	c, err := openCluster(ctx, nodeList{urls: urls})
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ a real server: it cuts one node off from its own connections instead.`,
 			return d.run(ctx, urls, workers)
 		},
 	}
-	nf = addNodeFlags(cmd)
+	nf = addIndependentNodeFlags(cmd)
 	cmd.Flags().IntVar(&workers, "workers", 4, "number of workers (2-8)")
 	addMetricsFlag(cmd, &metricsAddr)
 	return cmd
@@ -222,7 +222,7 @@ func (d *demo) run(ctx context.Context, urls []string, nWorkers int) error {
 		return exitCode(exitUsage, &redlock.InsufficientNodesError{NodeCount: len(urls)})
 	}
 	d.quorum = len(urls)/2 + 1
-	c, err := openCluster(urls, redlock.WithTTL(demoTTL))
+	c, err := openCluster(ctx, nodeList{urls: urls}, redlock.WithTTL(demoTTL))
 	if err != nil {
 		return err
 	}

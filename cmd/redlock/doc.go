@@ -17,6 +17,10 @@
 //	redlock elect [--wait forever] [--kill-grace 10s] NAME --value V -- CMD [ARGS...]
 //	redlock status [--json] NAME
 //	redlock doctor [--ttl 2m] [--json]
+//
+// run, elect, status and doctor take the lock nodes from --nodes or
+// --cluster (see Configuration).
+//
 //	redlock dev [--nodes 3] [--port 7380]
 //	redlock demo [--workers 4] [--metrics-addr :9464]
 //	redlock sdl get|set|rm|keys|watch|namespaces ...
@@ -50,7 +54,10 @@
 // per node the key's presence, token, TTL and last fencing token, and
 // whether a quorum holds one token. It exits 0 when the lock is held and 3 when it is free, as
 // systemctl is-active does, so that scripts need not parse its output. A
-// node the node guard keeps out of the vote is shown as quarantined.
+// node the node guard keeps out of the vote is shown as quarantined. On a
+// Redis Cluster each row names the master, the lock's key on it (the name
+// under the master's hash tag, "{7}NAME") and the key's slot
+// (NodeState.Key and Slot); --json adds them as key and slot.
 //
 // doctor reads every node's INFO, CONFIG and clock (Factory.Health) and
 // prints one line per node with a verdict and the reason: unreachable,
@@ -60,7 +67,9 @@
 // when one is not, naming each such node on stderr. With --json it prints
 // the reports (redlock.NodeHealth) as an array, the uptime in whole
 // seconds (uptime_s), the clock offset and round trip in milliseconds
-// (clock_offset_ms, rtt_ms) and a node's error as a string.
+// (clock_offset_ms, rtt_ms) and a node's error as a string. On a Redis
+// Cluster each line also names the master's key tag and slot
+// (NodeHealth.KeyTag and Slot; key_tag and slot in --json).
 //
 // dev starts N in-process miniredis nodes on loopback ports and prints the
 // REDLOCK_NODES line for them; demo shows workers contending for a lock,
@@ -78,7 +87,20 @@
 // Lock nodes come from --nodes redis://a:6379,redis://b:6379,redis://c:6379
 // or the REDLOCK_NODES variable (a bare host:port gets redis://), checked by
 // redlock.NewFactoryFromURLs as a program's would be. demo and
-// bench start embedded nodes when neither is set. --ttl, --timeout (per
+// bench start embedded nodes when neither is set.
+//
+// On a Redis Cluster, run, elect, status and doctor take the seeds of the
+// cluster instead: --cluster redis://a:7000,redis://b:7000 or the
+// REDLOCK_CLUSTER variable, any members, the first one's scheme and
+// credentials used for every master. The nodes are then the cluster's
+// masters, at least 3 (redlock.ClusterNodes): each keeps a lock's key
+// under its own hash tag, in a slot it owns. --nodes and --cluster
+// together are refused, and so are REDLOCK_NODES and REDLOCK_CLUSTER both
+// set when neither flag is given; a flag wins over both variables. A seed
+// that is a standalone server (cluster support disabled) or a cluster of
+// fewer than 3 masters exits 64, seeds that cannot be reached 69. demo
+// and bench run on independent nodes only, and refuse REDLOCK_CLUSTER
+// without REDLOCK_NODES. --ttl, --timeout (per
 // node), --retry-delay, --quorum and --drift-factor map to the options of
 // package redlock. sdl uses --nodes (one or more instances), else the
 // DBAAS_* variables of the RIC platform, else REDLOCK_NODES.

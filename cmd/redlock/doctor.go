@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +33,11 @@ type doctorJSON struct {
 	ClockOffsetMs float64 `json:"clock_offset_ms"`
 	RTTMs         float64 `json:"rtt_ms"`
 	Error         string  `json:"error,omitempty"`
+	// KeyTag and Slot, on a Redis Cluster (--cluster) only: the hash tag
+	// the node puts in front of every lock name ("{7}") and its slot,
+	// which the master at Addr owns.
+	KeyTag string `json:"key_tag,omitempty"`
+	Slot   *int   `json:"slot,omitempty"`
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -49,32 +56,37 @@ restarted without durable storage less than the TTL ago (the restart
 guard keeps it out of the vote), off this client's clock by more than the
 clock guard allows, or when its maxmemory-policy may evict lock keys.
 
+With --cluster (or REDLOCK_CLUSTER), the nodes are the masters of a Redis
+Cluster, and each line also names the master's key tag (the hash tag put
+in front of every lock name, "{7}") and its slot.
+
 With --json it prints an array with one object per node, in node order:
 node, addr, fit (votes and has no risky setting), voting, why, risk,
 version, run_id, uptime_s (whole seconds, as the node reports it), durable,
 persistence, maxmemory (bytes; 0: no limit), maxmemory_policy,
 clock_offset_ms and rtt_ms (milliseconds, to the microsecond), and error
 (why the node could not be read). why, risk and error are left out when
-empty.
+empty. On a Redis Cluster each object also has key_tag and slot.
 
 Exit codes:
   0   every node is fit to vote for a safe lock
   4   some node is not (each line says why; stderr names them)
   64  bad command line or configuration`,
 		Example: `  redlock doctor --nodes redis://a:6379,redis://b:6379,redis://c:6379
+  redlock doctor --cluster redis://10.0.0.1:7000,redis://10.0.0.2:7000
   redlock doctor --ttl 30s
   redlock doctor --json | jq '.[] | select(.fit | not)'`,
 		Args:              exactArgs(0, "no arguments"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			urls, _, err := nf.urls()
+			nodes, err := nf.nodes()
 			if err != nil {
 				return err
 			}
-			if urls == nil {
+			if nodes.none() {
 				return noNodesError()
 			}
-			c, err := openCluster(urls, lf.options()...)
+			c, err := openCluster(cmd.Context(), nodes, lf.options()...)
 			if err != nil {
 				return err
 			}
@@ -117,6 +129,9 @@ func toDoctorJSON(hs []redlock.NodeHealth) []doctorJSON {
 			Persistence: h.Persistence, MaxMemory: h.MaxMemory, Eviction: h.Eviction,
 			ClockOffsetMs: ms(h.ClockOffset), RTTMs: ms(h.RTT)}
 		out[i].Fit = h.Voting && h.Risk == ""
+		if h.Slot >= 0 && h.KeyTag != "" { // a master of a Redis Cluster
+			out[i].KeyTag, out[i].Slot = h.KeyTag, &h.Slot
+		}
 		if h.Err != nil {
 			out[i].Error = cause(h.Err)
 			if h.Why == "" || strings.HasPrefix(h.Why, "unreachable: ") {
@@ -195,13 +210,26 @@ func compactDuration(d time.Duration) string {
 
 // printDoctor prints one line per node.
 func printDoctor(w io.Writer, report []doctorJSON, s style) {
-	rows := [][]cell{{plain("NODE"), plain("ADDRESS"), plain("VERDICT"), plain("WHY")}}
+	onCluster := slices.ContainsFunc(report, func(n doctorJSON) bool { return n.Slot != nil })
+	head := []cell{plain("NODE"), plain("ADDRESS")}
+	if onCluster {
+		head = []cell{plain("NODE"), plain("MASTER"), plain("KEY TAG"), plain("SLOT")}
+	}
+	rows := [][]cell{append(head, plain("VERDICT"), plain("WHY"))}
 	for _, n := range report {
 		verdict := cell{"ok", s.green}
 		if !n.Fit {
 			verdict = cell{"not fit", s.red}
 		}
-		rows = append(rows, []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr), verdict, plain(n.verdict())})
+		row := []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr)}
+		if onCluster {
+			tag, slot := plain("-"), plain("-")
+			if n.Slot != nil {
+				tag, slot = plain(n.KeyTag), plain(strconv.Itoa(*n.Slot))
+			}
+			row = append(row, tag, slot)
+		}
+		rows = append(rows, append(row, verdict, plain(n.verdict())))
 	}
 	writeTable(w, "  ", rows)
 }

@@ -64,7 +64,7 @@ type result struct {
 }
 
 // cli runs the binary with args and env (added to a clean environment
-// without REDLOCK_NODES and DBAAS_*), and waits up to a minute.
+// without REDLOCK_NODES, REDLOCK_CLUSTER and DBAAS_*), and waits up to a minute.
 func cli(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -91,7 +91,7 @@ func cli(t *testing.T, env []string, args ...string) result {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, EnvNodes+"=") || strings.HasPrefix(kv, "DBAAS_") || strings.HasPrefix(kv, "NO_COLOR=") || strings.HasPrefix(kv, "GORACE=") {
+		if strings.HasPrefix(kv, EnvNodes+"=") || strings.HasPrefix(kv, EnvCluster+"=") || strings.HasPrefix(kv, "DBAAS_") || strings.HasPrefix(kv, "NO_COLOR=") || strings.HasPrefix(kv, "GORACE=") {
 			continue
 		}
 		env = append(env, kv)

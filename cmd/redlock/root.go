@@ -34,7 +34,10 @@ independent Redis nodes (the Redlock algorithm), shows who holds a lock,
 starts embedded Redis nodes for trying it out, and reads and writes SDL data.
 
 Nodes come from --nodes redis://a:6379,redis://b:6379,redis://c:6379 or
-the REDLOCK_NODES variable. With nothing installed, try:
+the REDLOCK_NODES variable. On a Redis Cluster, give seeds with --cluster
+redis://a:7000 (or REDLOCK_CLUSTER) in place of --nodes: every master is a
+node, keeping a lock's key in a slot it owns ("{7}NAME"). With nothing
+installed, try:
 
   redlock demo                # a guided tour on embedded nodes
   redlock dev                 # 3 embedded nodes, prints REDLOCK_NODES=...`,

@@ -207,18 +207,18 @@ func (r *runCmd) run(name string, argv []string) error {
 // connect opens the nodes and checks that a quorum answers, warning about
 // the others.
 func (r *runCmd) connect(ctx context.Context, opts ...redlock.Option) (*cluster, error) {
-	urls, _, err := r.nodes.urls()
+	nodes, err := r.nodes.nodes()
 	if err != nil {
 		return nil, err
 	}
-	if urls == nil {
+	if nodes.none() {
 		return nil, noNodesError()
 	}
-	c, err := openHoldingCluster(urls, append(r.lock.options(), opts...)...)
+	c, err := openHoldingCluster(ctx, nodes, append(r.lock.options(), opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	down, err := c.requireQuorum(ctx, r.lock.quorumFor(len(urls)))
+	down, err := c.requireQuorum(ctx, r.lock.quorumFor(c.size()))
 	if err != nil {
 		c.close()
 		return nil, err
@@ -231,7 +231,7 @@ func (r *runCmd) connect(ctx context.Context, opts ...redlock.Option) (*cluster,
 
 // noNodesError says how to configure nodes.
 func noNodesError() error {
-	return usageErr("no nodes configured: give --nodes redis://a:6379,redis://b:6379,redis://c:6379 or set %s (try 'redlock dev' for local nodes)", EnvNodes)
+	return usageErr("no nodes configured: give --nodes redis://a:6379,redis://b:6379,redis://c:6379 or set %s, or give a Redis Cluster's seeds with --cluster or %s (try 'redlock dev' for local nodes)", EnvNodes, EnvCluster)
 }
 
 // acquire takes the lock, waiting as the flags say. A forwarded signal

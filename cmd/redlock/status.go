@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlockplus/redlock"
@@ -35,6 +37,11 @@ type nodeStatusJSON struct {
 	// OutOfVote says why the node guard keeps the node out of the vote
 	// (quarantined after a restart, clock off); "" while it votes.
 	OutOfVote string `json:"out_of_vote,omitempty"`
+	// Key and Slot, on a Redis Cluster (--cluster) only: the lock's key on
+	// the node, the name under its master's hash tag ("{7}NAME"), and that
+	// key's hash slot, which the master at Addr owns.
+	Key  string `json:"key,omitempty"`
+	Slot *int   `json:"slot,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
@@ -51,25 +58,31 @@ same token (the lock is held). A node the node guard keeps out of the vote
 (restarted recently without durable storage, or its clock off) is shown as
 quarantined, with the reason.
 
+With --cluster (or REDLOCK_CLUSTER), the nodes are the masters of a Redis
+Cluster: each row names a master, the lock's key on it (NAME under the
+master's hash tag, "{7}NAME") and that key's slot, which the master owns;
+--json gives them as key and slot.
+
 Exit codes, so that scripts need not parse the output:
   0   the lock is held
   3   the lock is free
   64  bad command line or configuration
   69  fewer than a quorum of nodes answered (what is known is printed)`,
 		Example: `  redlock status nightly-report
+  redlock status --cluster redis://10.0.0.1:7000 nightly-report
   if redlock status nightly-report >/dev/null; then echo held; fi
   redlock status --json nightly-report | jq .held`,
 		Args:              exactArgs(1, "one lock NAME"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			urls, _, err := nf.urls()
+			nodes, err := nf.nodes()
 			if err != nil {
 				return err
 			}
-			if urls == nil {
+			if nodes.none() {
 				return noNodesError()
 			}
-			c, err := openCluster(urls, lf.options()...)
+			c, err := openCluster(cmd.Context(), nodes, lf.options()...)
 			if err != nil {
 				return err
 			}
@@ -124,6 +137,9 @@ func toStatusJSON(in redlock.Inspection, addrs []string) statusJSON {
 			addr = addrs[i]
 		}
 		ns := nodeStatusJSON{Node: n.Node, Addr: addr, HasKey: n.Token != "", Token: n.Token, TTLMs: n.TTL.Milliseconds(), Fence: n.Fence}
+		if n.Slot >= 0 && strings.HasPrefix(n.Key, "{") { // a master of a Redis Cluster
+			ns.Key, ns.Slot = n.Key, &n.Slot
+		}
 		ns.Holder = in.Held() && n.Token == in.Holder
 		if n.Err != nil {
 			ns.Error = cause(n.Err)
@@ -146,7 +162,14 @@ func printStatus(w io.Writer, st statusJSON, s style) {
 	default:
 		fmt.Fprintf(w, "lock %q is %s (no token on a quorum of %d of %d nodes)\n", st.Name, s.bold("FREE"), st.Quorum, len(st.Nodes))
 	}
-	rows := [][]cell{{plain("NODE"), plain("ADDRESS"), plain("KEY"), plain("TOKEN"), plain("TTL"), plain("FENCE")}}
+	onCluster := slices.ContainsFunc(st.Nodes, func(n nodeStatusJSON) bool { return n.Slot != nil })
+	head := []cell{plain("NODE"), plain("ADDRESS")}
+	if onCluster {
+		// Where each master keeps the lock: its key, the name under the
+		// master's hash tag, and that key's slot.
+		head = []cell{plain("NODE"), plain("MASTER"), plain("SLOT"), plain("KEY NAME")}
+	}
+	rows := [][]cell{append(head, plain("KEY"), plain("TOKEN"), plain("TTL"), plain("FENCE"))}
 	for _, n := range st.Nodes {
 		key, token, ttl := plain("absent"), plain("-"), plain("-")
 		switch {
@@ -161,7 +184,15 @@ func printStatus(w io.Writer, st statusJSON, s style) {
 		if n.Fence != 0 {
 			fence = plain(strconv.FormatInt(n.Fence, 10))
 		}
-		rows = append(rows, []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr), key, token, ttl, fence})
+		row := []cell{plain(fmt.Sprint(n.Node)), plain(n.Addr)}
+		if onCluster {
+			slot, name := plain("-"), plain("-")
+			if n.Slot != nil {
+				slot, name = plain(strconv.Itoa(*n.Slot)), plain(n.Key)
+			}
+			row = append(row, slot, name)
+		}
+		rows = append(rows, append(row, key, token, ttl, fence))
 	}
 	writeTable(w, "  ", rows)
 	for _, n := range st.Nodes {
