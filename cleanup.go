@@ -119,7 +119,7 @@ func (c *cleaner) enqueue(p pendingDiscard) {
 	if len(c.queue) >= maxCleanupQueue {
 		n := c.dropped.Add(1)
 		if c.logger != nil && n&(n-1) == 0 { // 1st, 2nd, 4th, ...: a storm logs a few lines
-			c.logger.Warn("redlock: cleanup queue full, a key is left to expire", "node", c.n.addr, "lock", d.key, "dropped", n)
+			c.logger.Warn("redlock: cleanup queue full, a key is left to expire", "node", c.n.address(), "lock", d.key, "dropped", n)
 		}
 		return
 	}

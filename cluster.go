@@ -85,7 +85,7 @@ func ClusterNodesOf(ctx context.Context, c ClusterClient) ([]Node, error) {
 	nodes := make([]Node, len(shards))
 	for i := range shards {
 		n := &clusterNode{m: m}
-		n.place.Store(&place{})
+		n.place.Store(&noPlace)
 		m.nodes = append(m.nodes, n)
 		nodes[i] = n
 	}
@@ -105,22 +105,39 @@ type poolCluster struct {
 	closed bool
 }
 
-// Slots asks the masters known, then the seeds, in turn.
+// Slots asks the masters known and the seeds at once and returns the
+// first map one of them gives: a master that hangs (paused, partitioned)
+// must not hold up the read that would find its successor.
 func (c *poolCluster) Slots(ctx context.Context) (any, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		v   any
+		err error
+	}
+	addrs := c.candidates()
+	answers := make(chan answer, len(addrs))
+	for _, addr := range addrs {
+		go func() {
+			p, err := c.pool(addr)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			v, err := PoolNode(p).Do(ctx, "CLUSTER", "SLOTS")
+			if err != nil {
+				err = fmt.Errorf("%s: %w", addr, err)
+			}
+			answers <- answer{v, err}
+		}()
+	}
 	var errs []error
-	for _, addr := range c.candidates() {
-		p, err := c.pool(addr)
-		if err != nil {
-			return nil, err
+	for range addrs {
+		a := <-answers
+		if a.err == nil {
+			return a.v, nil
 		}
-		v, err := PoolNode(p).Do(ctx, "CLUSTER", "SLOTS")
-		if err == nil {
-			return v, nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-		if ctx.Err() != nil {
-			break
-		}
+		errs = append(errs, a.err)
 	}
 	return nil, errors.Join(errs...)
 }

@@ -36,8 +36,8 @@ func (s *shard) owns(slot int) bool {
 }
 
 // place is where a cluster node's lock keys live: a master, and the hash
-// tag that puts them in a slot it owns. A zero place (no master) means the
-// cluster has no master left for the node.
+// tag that puts them in a slot it owns. A place without an id (noPlace)
+// means the cluster has no master left for the node.
 type place struct {
 	shard
 	tag    string // the decimal tag, without braces
@@ -45,26 +45,29 @@ type place struct {
 	slot   int
 }
 
+// noPlace is the place of a node without a master.
+var noPlace = place{slot: -1}
+
 // parseShards reads a CLUSTER SLOTS reply, in redigo's forms: one entry
 // per slot range, {start, end, {ip, port, id, ...}, replicas...}. Ranges of
 // one master are merged; masters come in the order of their first slot.
 func parseShards(v any) ([]shard, error) {
 	entries, err := redis.Values(v, nil)
 	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SLOTS replied %v: %w", v, err)
+		return nil, fmt.Errorf("CLUSTER SLOTS replied %s: %w", replyText(v), err)
 	}
 	byID := map[string]*shard{}
 	var out []*shard
 	for _, e := range entries {
 		f, err := redis.Values(e, nil)
 		if err != nil || len(f) < 3 {
-			return nil, fmt.Errorf("CLUSTER SLOTS entry %v is not {start, end, master, ...}", e)
+			return nil, fmt.Errorf("CLUSTER SLOTS entry %s is not {start, end, master, ...}", replyText(e))
 		}
 		start, err1 := redis.Int(f[0], nil)
 		end, err2 := redis.Int(f[1], nil)
 		addr, id, err3 := endpoint(f[2])
 		if err := cmp.Or(err1, err2, err3); err != nil || start < 0 || end < start || end >= clusterSlots {
-			return nil, fmt.Errorf("CLUSTER SLOTS entry %v: %v", e, cmp.Or(err, fmt.Errorf("bad slot range %d-%d", start, end)))
+			return nil, fmt.Errorf("CLUSTER SLOTS entry %s: %v", replyText(e), cmp.Or(err, fmt.Errorf("bad slot range %d-%d", start, end)))
 		}
 		s := byID[id]
 		if s == nil {
@@ -88,7 +91,7 @@ func parseShards(v any) ([]shard, error) {
 func endpoint(v any) (addr, id string, err error) {
 	f, err := redis.Values(v, nil)
 	if err != nil || len(f) < 3 {
-		return "", "", fmt.Errorf("node %v is not {ip, port, id}", v)
+		return "", "", fmt.Errorf("node %s is not {ip, port, id}", replyText(v))
 	}
 	ip, err1 := redis.String(f[0], nil)
 	port, err2 := redis.Int(f[1], nil)
@@ -111,6 +114,9 @@ func endpoint(v any) (addr, id string, err error) {
 // master's slots only (tagOf), so that clients agree on the keys.
 func placeNodes(shards []shard, prev []place, n int) []place {
 	out := make([]place, n)
+	for i := range out {
+		out[i] = noPlace
+	}
 	used := make([]bool, len(shards))
 	take := func(i, j int) {
 		used[j] = true
@@ -232,4 +238,19 @@ func redirected(err error) bool {
 		}
 	}
 	return false
+}
+
+// replyText renders a reply for a message, bulk strings as text.
+func replyText(v any) string {
+	switch v := v.(type) {
+	case []byte:
+		return strconv.Quote(string(v))
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = replyText(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return fmt.Sprint(v)
 }

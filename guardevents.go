@@ -22,7 +22,7 @@ func (ob *observer) vote(n *node, voting bool, why error) {
 	if ob == nil {
 		return
 	}
-	e := NodeVoteEvent{Node: n.index, Addr: n.addr, Voting: voting}
+	e := NodeVoteEvent{Node: n.index, Addr: n.address(), Voting: voting}
 	if why != nil {
 		e.Why = why.Error()
 	}
@@ -33,9 +33,9 @@ func (ob *observer) vote(n *node, voting bool, why error) {
 		return
 	}
 	if voting {
-		ob.log.Info("redlock: node votes again", "node", n.addr)
+		ob.log.Info("redlock: node votes again", "node", n.address())
 	} else {
-		ob.log.Warn("redlock: node out of the vote", "node", n.addr, "why", e.Why)
+		ob.log.Warn("redlock: node out of the vote", "node", n.address(), "why", e.Why)
 	}
 }
 
@@ -45,9 +45,9 @@ func (ob *observer) risk(n *node, risk string) {
 		return
 	}
 	if ob.NodeRisk != nil {
-		ob.NodeRisk(NodeRiskEvent{Node: n.index, Addr: n.addr, Risk: risk})
+		ob.NodeRisk(NodeRiskEvent{Node: n.index, Addr: n.address(), Risk: risk})
 	}
 	if ob.log != nil {
-		ob.log.Warn("redlock: node setting can break the lock's safety", "node", n.addr, "risk", risk)
+		ob.log.Warn("redlock: node setting can break the lock's safety", "node", n.address(), "risk", risk)
 	}
 }

@@ -86,7 +86,7 @@ func (f *Factory) Health(ctx context.Context) ([]NodeHealth, error) {
 
 // health reads node n's facts and clock.
 func (n *node) health(ctx context.Context, timeout time.Duration) NodeHealth {
-	h := NodeHealth{Addr: n.addr, Slot: -1}
+	h := NodeHealth{Addr: n.address(), Slot: -1}
 	if cn := n.cluster; cn != nil {
 		p := cn.place.Load()
 		h.Addr, h.KeyTag, h.Slot = cn.Addr(), p.prefix, p.slot

@@ -96,7 +96,7 @@ func (f *Factory) Inspect(ctx context.Context, name string) (Inspection, error) 
 // state is a NodeState of name on n without the readings: where the key
 // lives.
 func (n *node) state(name string) NodeState {
-	st := NodeState{Node: n.index, Addr: n.addr, Key: name, Slot: -1}
+	st := NodeState{Node: n.index, Addr: n.address(), Key: name, Slot: -1}
 	if cn := n.cluster; cn != nil {
 		p := cn.place.Load()
 		st.Addr, st.Key, st.Slot = cn.Addr(), p.prefix+name, p.slot

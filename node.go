@@ -36,12 +36,21 @@ type node struct {
 	id   string // the server's run_id, once known
 }
 
+// address names the node in errors and events: a cluster node's master
+// now, else the address it was made with.
+func (n *node) address() string {
+	if n.cluster != nil {
+		return n.cluster.Addr()
+	}
+	return n.addr
+}
+
 // wrap turns err into a *NodeError for this node.
 func (n *node) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &NodeError{Node: n.index, Addr: n.addr, Err: err}
+	return &NodeError{Node: n.index, Addr: n.address(), Err: err}
 }
 
 // judge reads call c's reply with its command's rule. A vote's reply

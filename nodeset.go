@@ -52,7 +52,7 @@ func (s *nodeSet) distinct() error {
 		s.known++
 		if j, dup := seen[id]; dup && s.err == nil {
 			s.err = invalidArg("nodes %d (%s) and %d (%s) are the same Redis server (run_id %s): a quorum needs independent servers",
-				j, s.list[j].addr, n.index, n.addr, id)
+				j, s.list[j].address(), n.index, n.address(), id)
 		}
 		seen[id] = n.index
 	}

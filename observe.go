@@ -312,7 +312,7 @@ func (ob *observer) reply(ctx context.Context, r *round, i int) {
 	rep := &r.slots[i]
 	n := r.all[i]
 	if ob.NodeReply != nil {
-		ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.addr, OK: rep.ok, Err: rep.err, Latency: time.Since(r.start)})
+		ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.address(), OK: rep.ok, Err: rep.err, Latency: time.Since(r.start)})
 	}
 }
 
@@ -325,7 +325,7 @@ func (ob *observer) undecided(ctx context.Context, r *round) {
 	pending := r.all64() &^ (r.got | r.late)
 	for i, n := range r.all {
 		if pending&(1<<i) != 0 {
-			ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.addr, Undecided: true, Latency: time.Since(r.start)})
+			ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.address(), Undecided: true, Latency: time.Since(r.start)})
 		}
 	}
 }
@@ -338,7 +338,7 @@ func (ob *observer) silent(ctx context.Context, r *round, mask uint64, err error
 	}
 	for i, n := range r.all {
 		if mask&(1<<i) != 0 {
-			ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.addr, Err: n.wrap(err), Latency: time.Since(r.start)})
+			ob.NodeReply(ctx, NodeReplyEvent{Lock: ob.lock, Op: r.cmd.opName(), Node: i, Addr: n.address(), Err: n.wrap(err), Latency: time.Since(r.start)})
 		}
 	}
 }
@@ -346,10 +346,10 @@ func (ob *observer) silent(ctx context.Context, r *round, mask uint64, err error
 // nodeError reports one node failure.
 func (ob *observer) nodeError(n *node, err error, kind NodeErrorKind) {
 	if ob.NodeError != nil {
-		ob.NodeError(NodeErrorEvent{Lock: ob.lock, Node: n.index, Addr: n.addr, Kind: kind, Err: err})
+		ob.NodeError(NodeErrorEvent{Lock: ob.lock, Node: n.index, Addr: n.address(), Kind: kind, Err: err})
 	}
 	if ob.log != nil {
-		ob.log.Debug("redlock: node error", "lock", ob.lock, "node", n.addr, "kind", kind.String(), "err", err)
+		ob.log.Debug("redlock: node error", "lock", ob.lock, "node", n.address(), "kind", kind.String(), "err", err)
 	}
 }
 
