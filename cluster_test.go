@@ -236,6 +236,12 @@ func TestClusterReshardKeepsExclusion(t *testing.T) {
 	}
 	rc.MoveSlot(t, slotOf(t, from, keys[0]), rc.Masters[1])
 
+	// The holder's next extension reads MOVED on node 0 and its map again:
+	// the guard keeps node 0 out for a TTL.
+	waitFor(t, 2*ttl, "the holder's node 0 to leave the vote", func() bool {
+		h, err := holder.Health(ctx)
+		return err == nil && !h[0].Voting && strings.Contains(h[0].Why, "cluster master or slot changed")
+	})
 	stop := time.Now().Add(3 * ttl)
 	var overlaps int
 	for time.Now().Before(stop) {
