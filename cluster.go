@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"sync"
 
@@ -128,7 +129,7 @@ func (c *poolCluster) Slots(ctx context.Context) (any, error) {
 			if err != nil {
 				err = fmt.Errorf("%s: %w", addr, err)
 			}
-			answers <- answer{v, err}
+			answers <- answer{fillSelf(v, addr), err}
 		}()
 	}
 	var errs []error
@@ -209,4 +210,26 @@ func (n *clusterNode) Close() error {
 		return c.Close()
 	}
 	return nil
+}
+
+// fillSelf puts the host of addr, the member that answered CLUSTER SLOTS,
+// where the reply leaves a node's ip empty: Redis does so for itself when
+// it does not know its own address (a cluster of one master).
+func fillSelf(v any, addr string) any {
+	host, _, err := net.SplitHostPort(addr)
+	entries, ok := v.([]any)
+	if err != nil || !ok {
+		return v
+	}
+	for _, e := range entries {
+		f, _ := e.([]any)
+		for _, nd := range f[min(2, len(f)):] {
+			if ep, _ := nd.([]any); len(ep) > 0 {
+				if ip, isBulk := ep[0].([]byte); isBulk && len(ip) == 0 {
+					ep[0] = []byte(host)
+				}
+			}
+		}
+	}
+	return v
 }

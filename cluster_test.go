@@ -457,3 +457,14 @@ func TestClusterContentionThroughFailover(t *testing.T) {
 		t.Fatalf("no critical section after the failover (%d before, %d in all)", before, after)
 	}
 }
+
+// TestClusterOfOneMasterIsRefused: a master alone does not know its own
+// address (CLUSTER SLOTS leaves its ip empty); ClusterNodes fills it in
+// from the seed and refuses the cluster as too small, not as unreadable.
+func TestClusterOfOneMasterIsRefused(t *testing.T) {
+	rc := redistest.StartRedisCluster(t, 1, 0)
+	var short *redlock.InsufficientNodesError
+	if _, err := redlock.ClusterNodes(ctxT(t, 10*time.Second), rc.Seeds()); !errors.As(err, &short) || short.NodeCount != 1 {
+		t.Fatalf("1 master: %v, want an *InsufficientNodesError of 1", err)
+	}
+}

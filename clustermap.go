@@ -48,6 +48,17 @@ type place struct {
 // noPlace is the place of a node without a master.
 var noPlace = place{slot: -1}
 
+// reachable says why a node at p cannot send a command, or nil.
+func (p *place) reachable() error {
+	switch {
+	case p.id == "":
+		return errNoMaster
+	case p.addr == "":
+		return fmt.Errorf("the cluster does not know the address of master %s (cluster-announce-ip)", p.id)
+	}
+	return nil
+}
+
 // parseShards reads a CLUSTER SLOTS reply, in redigo's forms: one entry
 // per slot range, {start, end, {ip, port, id, ...}, replicas...}. Ranges of
 // one master are merged; masters come in the order of their first slot.
@@ -88,6 +99,8 @@ func parseShards(v any) ([]shard, error) {
 }
 
 // endpoint reads a node of a CLUSTER SLOTS entry: {ip, port, id, ...}.
+// The address is "" when the member that answered does not know it (an
+// empty ip names the member itself, which poolCluster fills in).
 func endpoint(v any) (addr, id string, err error) {
 	f, err := redis.Values(v, nil)
 	if err != nil || len(f) < 3 {
@@ -100,7 +113,7 @@ func endpoint(v any) (addr, id string, err error) {
 		return "", "", err
 	}
 	if ip == "" || ip == "?" {
-		return "", "", fmt.Errorf("master %s has no known address (cluster-announce-ip)", id)
+		return "", id, nil // unknown to the member that answered: its node cannot reach it
 	}
 	return net.JoinHostPort(ip, strconv.Itoa(port)), id, nil
 }
@@ -185,17 +198,17 @@ func (m *clusterMap) refresh(ctx context.Context) error {
 		return nil
 	}
 	m.last = time.Now()
+	m.stale.Store(false) // a redirection seen while reading marks it again
 	v, err := m.client.Slots(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the cluster's slot map: %w", err)
+	if err == nil {
+		var shards []shard
+		if shards, err = parseShards(redigoValue(v)); err == nil {
+			m.apply(shards)
+			return nil
+		}
 	}
-	shards, err := parseShards(redigoValue(v))
-	if err != nil {
-		return err
-	}
-	m.stale.Store(false)
-	m.apply(shards)
-	return nil
+	m.stale.Store(true)
+	return fmt.Errorf("reading the cluster's slot map: %w", err)
 }
 
 // apply places the nodes on shards; a node whose master or tag changed

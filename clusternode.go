@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -80,6 +81,32 @@ func (n *clusterNode) RunScript(ctx context.Context, s *Script, keys []string, a
 	return v, err
 }
 
+// PubSub opens a pub/sub connection to the node's master, for the
+// factory's wake-ups, when the master's Node can (a PubSubNode).
+func (n *clusterNode) PubSub(ctx context.Context) (PubSubConn, error) {
+	_, nd, err := n.target(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := nd.(PubSubNode)
+	if !ok {
+		return nil, fmt.Errorf("the Node of master %s cannot open a pub/sub connection", n.Addr())
+	}
+	return ps.PubSub(ctx)
+}
+
+// canPubSub reports whether the node's master can open a pub/sub
+// connection: its client's Node is a PubSubNode.
+func (n *clusterNode) canPubSub() bool {
+	p := n.place.Load()
+	if p.reachable() != nil {
+		return false
+	}
+	nd, err := n.m.client.Master(p.addr)
+	_, ok := nd.(PubSubNode)
+	return err == nil && ok
+}
+
 // target returns the node's place and its master's Node, reading the slot
 // map first when it is stale (a failure to read it leaves the places as
 // they were: the command then fails or succeeds on its own).
@@ -88,10 +115,14 @@ func (n *clusterNode) target(ctx context.Context) (*place, Node, error) {
 		_ = n.m.refresh(ctx) // ctx is bounded by the node timeout
 	}
 	p := n.place.Load()
-	if p.id == "" {
-		return nil, nil, errNoMaster
+	if err := p.reachable(); err != nil {
+		n.m.stale.Store(true)
+		return nil, nil, err
 	}
 	nd, err := n.m.client.Master(p.addr)
+	if err != nil {
+		n.m.stale.Store(true)
+	}
 	return p, nd, err
 }
 
@@ -230,8 +261,9 @@ func (p clusterPool) masterPool(ctx context.Context) (*redis.Pool, error) {
 		_ = p.n.m.refresh(ctx)
 	}
 	pl := p.n.place.Load()
-	if pl.id == "" {
-		return nil, errNoMaster
+	if err := pl.reachable(); err != nil {
+		p.n.m.stale.Store(true)
+		return nil, err
 	}
 	return p.c.pool(pl.addr)
 }

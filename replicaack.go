@@ -93,7 +93,7 @@ func checkAckNodes(nodes []Node, ack int) error {
 	for i, nd := range nodes {
 		_, pooled := clusterPoolOf(nd)
 		if _, ok := nd.(poolNode); !ok && !pooled {
-			return invalidArg("WithReplicaAck needs nodes that send WAIT on the write's own connection (redigo pools, the nodes of ClusterNodes); node %d (%s) is not one", i, nd.Addr())
+			return invalidArg("WithReplicaAck needs nodes that send WAIT on the write's own connection (redigo pools, the nodes of redlock.ClusterNodes); node %d (%s) is not one", i, nd.Addr())
 		}
 	}
 	return nil

@@ -84,7 +84,9 @@ func newWaker(nodes []Node, nodeTimeout time.Duration, o *owner, logger *slog.Lo
 			cfg.Open = openerOf(n)
 		}
 		if cp, ok := clusterPoolOf(nd); ok {
-			cfg.Dial = cp.dial
+			cfg.Dial, cfg.Open = cp.dial, nil
+		} else if cn != nil && !cn.canPubSub() {
+			cfg.Open = nil // its client cannot subscribe: its waiters poll
 		}
 		if cfg.Dial == nil && cfg.Open == nil {
 			continue
