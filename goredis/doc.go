@@ -9,7 +9,8 @@
 // hooks, TLS settings, pool and instrumentation see the lock's commands;
 // the factory never closes the clients. Each client must reach one
 // independent Redis server (a *redis.Client, or a failover client of a
-// Sentinel group); the factory refuses two clients of the same server.
+// Sentinel group); the factory refuses two clients of the same server. For
+// a Redis Cluster, see below.
 //
 // Create the clients with ContextTimeoutEnabled: true. Without it go-redis
 // ignores the deadline that the factory gives each command and waits for
@@ -34,11 +35,28 @@
 // go-redis's pub/sub (redlock.PubSubNode): from the first one that waits,
 // the factory keeps one PubSub of each client (client.Subscribe), PINGs it
 // every second, closes it and opens another when it fails, and closes it
-// in Close. For a *redis.ClusterClient the PubSub is on a random node of
-// the cluster, which hears every release since Redis forwards PUBLISH to
-// the whole cluster. A *redis.Ring is not a PubSubNode: it would subscribe
-// on the shard of the channel's name while a release publishes on the
-// shard of the lock's key, so its waiters poll.
+// in Close. A *redis.Ring is not a PubSubNode: it would subscribe on the
+// shard of the channel's name while a release publishes on the shard of
+// the lock's key, so its waiters poll.
+//
+// # Redis Cluster
+//
+// The masters of one Redis Cluster can be the nodes of the quorum:
+//
+//	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, ContextTimeoutEnabled: true})
+//	nodes, err := redlockgoredis.ClusterNodes(ctx, cc)
+//	f, err := redlock.NewFactoryFromNodes(nodes)
+//
+// ClusterNodes makes one node per master, which keeps a lock's keys under
+// that master's hash tag and sends them to that master only, over the
+// client cc keeps for it (which the hooks of cc.OnNewNode see, and those
+// of cc.AddHook do not), without following MOVED or ASK; the nodes read
+// the slot map again after a reshard or a failover (redlock.ClusterNodes
+// tells how the lock stays exclusive through both). A *redis.ClusterClient
+// given to Nodes is refused: its node fails every command with
+// ErrClusterClient, since the scripts of a lock's batches and MultiLocks
+// span slots, which one cluster client cannot run as one node. The nodes
+// of ClusterNodes wake blocked Acquire calls by polling, not pub/sub.
 //
 // A Store of sdlstore.NewFromNodes subscribes the same way: one PubSub per
 // instance, opened by its first SubscribeChannel and closed by its Close

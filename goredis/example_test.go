@@ -30,3 +30,29 @@ func ExampleNodes() {
 	fmt.Println("done:", err)
 	// Output: done: <nil>
 }
+
+// Locks over the masters of a Redis Cluster, through the go-redis cluster
+// client a service already has. (It needs a cluster, so it is not run.)
+func ExampleClusterNodes() {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 []string{"10.0.0.1:7000", "10.0.0.2:7000"}, // any members
+		ContextTimeoutEnabled: true,
+	})
+	defer cc.Close() // after the factory: the nodes use its clients
+	ctx := context.Background()
+	nodes, err := redlockgoredis.ClusterNodes(ctx, cc) // one per master
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	f, err := redlock.NewFactoryFromNodes(nodes)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	err = f.Do(ctx, "report", func(ctx context.Context) error {
+		return nil // the work, under the lock
+	})
+	fmt.Println("done:", err)
+}

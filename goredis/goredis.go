@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -15,7 +14,11 @@ import (
 // Nodes returns one redlock.Node per client, in order, for
 // redlock.NewFactoryFromNodes. A nil client gives a nil node, which the
 // factory refuses with redlock.ErrInvalidArgument, as it refuses a client
-// given twice.
+// given twice. A *redis.ClusterClient is a whole cluster, not one node:
+// its node fails every command with ErrClusterClient, which says to use
+// ClusterNodes (a quorum whose other nodes answer still gets its votes, so
+// the refusal shows in the errors of attempts and in the factory's
+// Health).
 func Nodes(clients ...redis.UniversalClient) []redlock.Node {
 	nodes := make([]redlock.Node, len(clients))
 	for i, c := range clients {
@@ -53,14 +56,10 @@ func (n node) RunScript(ctx context.Context, s *redlock.Script, keys []string, a
 	return reply(scriptOf(s).Run(ctx, n.c, keys, args...).Result())
 }
 
-// Addr names the server: the client's address, or its addresses joined by
-// commas for a cluster client.
+// Addr names the server: the client's address.
 func (n node) Addr() string {
-	switch c := n.c.(type) {
-	case *redis.Client:
+	if c, ok := n.c.(*redis.Client); ok {
 		return c.Options().Addr
-	case *redis.ClusterClient:
-		return strings.Join(c.Options().Addrs, ",")
 	}
 	return "go-redis client"
 }

@@ -17,10 +17,14 @@ var _ redlock.PubSubNode = subNode{}
 
 // nodeOf returns c's node: a subNode unless c is a *redis.Ring, which
 // subscribes on the shard of the channel's name while a release publishes
-// on the shard of the lock's key, so that its waiters poll.
+// on the shard of the lock's key, so that its waiters poll, or a
+// *redis.ClusterClient, which Nodes refuses (wholeCluster).
 func nodeOf(c redis.UniversalClient) redlock.Node {
-	if _, ok := c.(*redis.Ring); ok {
+	switch c := c.(type) {
+	case *redis.Ring:
 		return node{c}
+	case *redis.ClusterClient:
+		return wholeCluster{c}
 	}
 	return subNode{node{c}}
 }

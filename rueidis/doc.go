@@ -11,7 +11,7 @@
 // all on the client's automatically pipelined connection; its TLS settings
 // and hooks apply, and the factory never closes the clients. Each client
 // must reach one independent Redis server; the factory refuses two clients
-// of the same server.
+// of the same server. For a Redis Cluster, see below.
 //
 // Blocked Acquire calls are woken by the releases of their lock over
 // rueidis's pub/sub (redlock.PubSubNode): from the first one that waits,
@@ -34,6 +34,27 @@
 // reads. Set ConnWriteTimeout to a few node timeouts: rueidis keeps a
 // connection after a command's context ended, and only that timeout
 // replaces a connection whose replies stopped.
+//
+// # Redis Cluster
+//
+// The masters of one Redis Cluster can be the nodes of the quorum, through
+// a rueidis client of the cluster (rueidis.NewClient makes a cluster
+// client for servers in cluster mode, without ForceSingleClient):
+//
+//	cc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, DisableCache: true})
+//	nodes, err := redlockrueidis.ClusterNodes(ctx, cc)
+//	f, err := redlock.NewFactoryFromNodes(nodes)
+//
+// ClusterNodes makes one node per master, which keeps a lock's keys under
+// that master's hash tag and sends them to that master only, over cc's
+// connection to it (cc.Nodes()), without following MOVED or ASK; the nodes
+// read the slot map again after a reshard or a failover
+// (redlock.ClusterNodes tells how the lock stays exclusive through both).
+// A cluster client given to Nodes is refused: its node fails every command
+// with ErrClusterClient, since the scripts of a lock's batches and
+// MultiLocks span slots, which one cluster client cannot run as one node.
+// The nodes of ClusterNodes wake blocked Acquire calls by polling, not
+// pub/sub.
 //
 // valkey-go is a fork of rueidis with types of its own (valkey.Client is not
 // a rueidis.Client), so it does not go through this module; Valkey servers

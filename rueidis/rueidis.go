@@ -17,11 +17,19 @@ import (
 // Nodes returns one redlock.Node per client, in order, for
 // redlock.NewFactoryFromNodes. A nil client gives a nil node, which the
 // factory refuses with redlock.ErrInvalidArgument, as it refuses a client
-// given twice.
+// given twice. A cluster client (Mode() rueidis.ClientModeCluster) is a
+// whole cluster, not one node: its node fails every command with
+// ErrClusterClient, which says to use ClusterNodes (a quorum whose other
+// nodes answer still gets its votes, so the refusal shows in the errors of
+// attempts and in the factory's Health).
 func Nodes(clients ...rueidis.Client) []redlock.Node {
 	nodes := make([]redlock.Node, len(clients))
 	for i, c := range clients {
-		if !isNil(c) {
+		switch {
+		case isNil(c):
+		case c.Mode() == rueidis.ClientModeCluster:
+			nodes[i] = wholeCluster{c}
+		default:
 			nodes[i] = node{c}
 		}
 	}
