@@ -468,3 +468,62 @@ func TestClusterOfOneMasterIsRefused(t *testing.T) {
 		t.Fatalf("1 master: %v, want an *InsufficientNodesError of 1", err)
 	}
 }
+
+// TestReplicaAckNodeWithoutReplicasFailsFast: under load, a node that has
+// lost its replicas fails each write with a *ReplicaAckError that says so,
+// rather than with a timeout: its WAITs, which hold its pipelined
+// connection one after the other, must not pile up behind each other. The
+// two nodes with a replica decide every round meanwhile.
+func TestReplicaAckNodeWithoutReplicasFailsFast(t *testing.T) {
+	c, pools := cluster(t, 3)
+	for _, m := range c.Nodes[1:] {
+		redistest.StartReplica(t, m)
+		waitFor(t, 10*time.Second, "the replica of "+m.Addr()+" to acknowledge", func() bool { return acked(t, m) })
+	}
+	f, err := redlock.NewFactory(pools, redlock.WithReplicaAck(1), redlock.WithRetryTimes(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t, 60*time.Second)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				l := f.NewLock(fmt.Sprintf("noreplica:%d:%d", g, i))
+				if _, err := l.TryAcquire(ctx); err != nil {
+					failed.Add(1)
+					continue
+				}
+				_ = l.Release(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d of 400 acquisitions failed: the two nodes with a replica should decide them", n)
+	}
+	// Right after the load, an attempt that needs node 0 hears why it fails.
+	_, err = f.NewLock("noreplica:all", redlock.WithQuorum(3)).TryAcquire(ctx)
+	var ne *redlock.NodeError
+	if !errors.Is(err, redlock.ErrReplicaAck) || !errors.As(err, &ne) || ne.Node != 0 || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an attempt on all 3 nodes: %v, want node 0's *ReplicaAckError and no timeout", err)
+	}
+}
+
+// acked reports whether a write on n is acknowledged by one replica.
+func acked(t *testing.T, n *redistest.Node) bool {
+	conn, err := redis.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Do("SET", "acked-probe", "1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := redis.Int(conn.Do("WAIT", 1, 100))
+	return err == nil && got == 1
+}

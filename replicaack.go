@@ -52,7 +52,8 @@ func (e *ReplicaAckError) Is(target error) bool {
 // ackWait is the WAIT arguments of a node under WithReplicaAck n with
 // node timeout t: WAIT answers within a quarter of it, so that its reply
 // comes before the round stops waiting even behind the WAIT of the batch
-// before (a WAIT holds its connection until it answers).
+// before (a WAIT holds its connection until it answers; the pipeline keeps
+// one unanswered at a time, conn.waitGate).
 func ackWait(n int, t time.Duration) []any {
 	if n <= 0 {
 		return nil

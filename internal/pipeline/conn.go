@@ -13,6 +13,12 @@ type conn struct {
 	rc         redis.Conn
 	epoch      uint64 // Config.Epoch when dialled
 	wait       []any  // Config.Wait
+	// waitGate holds a token while a WAIT is written and unanswered: the
+	// server runs a connection's commands in turn, so WAITs written one
+	// behind another would add their timeouts up when the replicas fall
+	// short. A batch that wants one waits for the token instead, and the
+	// calls sent meanwhile join the next batch.
+	waitGate chan struct{}
 	stall      time.Duration
 	inflight   chan Call
 	dead       chan struct{} // closed by the reader when the connection failed
@@ -36,19 +42,36 @@ func (m waitMark) Command() (string, []any) { return "WAIT", m.args }
 func (waitMark) Reply(any, error)           {}
 
 // write sends a batch and flushes it once, with the trailers behind it
-// that its calls want.
+// that its calls want. A batch that wants WAIT first waits until the
+// WAIT written before it was answered (waitGate).
 func (c *conn) write(batch []Call) {
 	wait, clock := false, false
-	for i, call := range batch {
+	for _, call := range batch {
 		if p, ok := call.(Trailed); ok {
 			w, t := p.Trailers()
 			wait, clock = wait || w && c.wait != nil, clock || t
 		}
+	}
+	if wait {
+		select {
+		case c.waitGate <- struct{}{}:
+		case <-c.dead:
+			for _, call := range batch {
+				call.Reply(nil, ErrClosed)
+			}
+			return
+		}
+	}
+	for i, call := range batch {
 		if !c.send(call, batch[i:]) {
+			if wait {
+				c.openGate()
+			}
 			return
 		}
 	}
 	if wait && !c.send(waitMark{c.wait, !clock}, batch[:0]) {
+		c.openGate()
 		return
 	}
 	if clock {
@@ -99,6 +122,7 @@ func (c *conn) readLoop() {
 		}
 		switch p := call.(type) {
 		case waitMark:
+			c.openGate()
 			if err != nil {
 				v = err // WAIT refused (an error reply): each call judges it
 			}
@@ -126,6 +150,18 @@ func (c *conn) readLoop() {
 	}
 	for _, p := range held { // the writer never leaves a batch without its trailers
 		p.ReplyTrailers(nil, nil, ErrClosed)
+	}
+}
+
+// waitBusy reports whether a WAIT is written and unanswered, so that a
+// batch that wants one would wait (write).
+func (c *conn) waitBusy() bool { return len(c.waitGate) > 0 }
+
+// openGate lets the next batch that wants WAIT be written.
+func (c *conn) openGate() {
+	select {
+	case <-c.waitGate:
+	default:
 	}
 }
 

@@ -118,8 +118,9 @@ func (p *Conn) queue(c Call, inline bool) {
 		return
 	}
 	busy := len(p.cur.inflight) > 0
+	gated := p.cur.waitBusy()
 	p.mu.Unlock()
-	if !inline {
+	if !inline || gated { // a batch may wait for a WAIT: never in the caller
 		p.start(p.drain)
 		return
 	}
@@ -251,7 +252,7 @@ func (p *Conn) dial() (*conn, error) {
 			return nil, err
 		}
 	}
-	c := &conn{rc: rc, epoch: epoch, wait: p.cfg.Wait, stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
+	c := &conn{rc: rc, epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
 	c.readerDone.Add(1)
 	if !p.cfg.Spawn(c.readLoop) {
 		c.readerDone.Done()
