@@ -13,6 +13,19 @@
 // and fencing variants, built inside the tests, show that the checks catch
 // what they must.
 //
+// TestClusterFailover runs on a Redis Cluster of its own, 3 masters with
+// a replica each (one container per node on Docker, created by commands
+// from the local image; redistest.StartRedisCluster's processes
+// otherwise), with the masters as the nodes (redlock.ClusterNodes): 8
+// clients of 4 factories with WithReplicaAck(1) contend with the
+// lost-update witness while a master is killed and its replica promoted
+// (no overlap, no lost update, acquisitions after the failover, the
+// promoted replica holds every lock acquired with WithQuorum(3) before the
+// kill); its negative control, without WithReplicaAck, holds back one
+// replica's replication (paused, behind a write that fills the kernel's
+// buffers) and finds the locks acquired meanwhile missing once that
+// replica is promoted.
+//
 // Run it with
 //
 //	REDLOCKTEST_BACKEND=docker go test -race ./failover/
