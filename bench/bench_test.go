@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/schollz/progressbar/v3"
 	"go.uber.org/goleak"
 
 	"github.com/redlockplus/redlock/internal/benchkit"
@@ -38,7 +40,9 @@ func TestQuickRun(t *testing.T) {
 		"| W7 | heap per held lock redlock, bytes |", "| W7 | client CPU redlock, share of one core |", "| W7 | locks lost redlock |",
 		"| W8 | cycle p50 redlock-7n/redlock-3n |", "| W9 | loss detected p99 redlock, ms |", "| rueidislock-default | 6 |",
 		"| E1 | W2 client CPU per cycle redlock/rueidislock |", "| E3 | W2 client+nodes CPU per cycle redlock/redsync |",
-		"| S2 | W7 node memory per held lock per node redlock, bytes |", "| D1 | W9 loss detected p99 redlock, ms |"} {
+		"| S2 | W7 node memory per held lock per node redlock, bytes |", "| D1 | W9 loss detected p99 redlock, ms |",
+		"| W1-3 | redlock-cluster |", "| W2 | redlock-cluster-ack |", "| W2 | redlock-ack |",
+		"| W2 | ops/s redlock-cluster/redlock |", "| W1-3 | cycle p50 redlock-cluster-ack/redlock-cluster |"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}
@@ -204,6 +208,98 @@ func TestSelectTargets(t *testing.T) {
 			}
 		} else if !tc.wantErr && strings.Join(names, ",") != tc.want {
 			t.Errorf("%q: targets %v, want %s", tc.args, names, tc.want)
+		}
+	}
+}
+
+// TestOwnServerTargets runs the targets that start servers of their own (a
+// Redis Cluster without and with replicas, nodes with replicas) on a short
+// W1-3 beside redlock on the tool's nodes, through runWorkload: each runs
+// without errors, the node figures of its rows are its servers' (the
+// tool's nodes see none of its commands), the report shows it and its
+// ratios, and Close stops its servers.
+func TestOwnServerTargets(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal("redis-server not found; install it with: apt-get install -y redis-server")
+	}
+	ctx := context.Background()
+	nodes, err := startNodes(ctx, "redis-server", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopNodes(nodes)
+	var mu sync.Mutex
+	var made []*ownTarget
+	ts := []target{targets()[0]}
+	if ts[0].name != "redlock" {
+		t.Fatalf("the first target is %s", ts[0].name)
+	}
+	for _, o := range ownServerTargets() {
+		start := o.start
+		o.start = func(ctx context.Context, bin string, w benchkit.Workload) (benchkit.Target, error) {
+			tg, err := start(ctx, bin, w)
+			if err == nil {
+				mu.Lock()
+				made = append(made, tg.(*ownTarget))
+				mu.Unlock()
+			}
+			return tg, err
+		}
+		ts = append(ts, o)
+	}
+	// startOwn waits longer for the servers it starts than the restart
+	// guard needs the tool's nodes, started before, to be up.
+	w := benchkit.Standard(true)[0]
+	if w.ID != "W1-3" {
+		t.Fatalf("the first workload is %s", w.ID)
+	}
+	e := env{addrs: addrsOf(nodes), rounds: 1, targets: ts, redisBin: "redis-server",
+		bar: progressbar.NewOptions(len(ts), progressbar.OptionSetWriter(io.Discard))}
+	results, rounds, err := e.runWorkload(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		if res.Ops == 0 || res.Errors != 0 {
+			t.Errorf("%s: %d cycles, %d errors (first %q)", res.Target, res.Ops, res.Errors, res.FirstError)
+		}
+		// A cycle is a command on each of 3 nodes and another to release:
+		// as many reads and writes each, at the least.
+		if res.ServerEvents < 4*res.Ops || res.ServerCPUSeconds <= 0 {
+			t.Errorf("%s: %d node reads+writes and %.4f node CPU s for %d cycles: not its nodes' figures",
+				res.Target, res.ServerEvents, res.ServerCPUSeconds, res.Ops)
+		}
+	}
+	if len(made) != 3 {
+		t.Fatalf("%d targets of their own servers made, want 3", len(made))
+	}
+	for _, o := range made {
+		want := map[string]int{"redlock-cluster": 3, "redlock-cluster-ack": 6, "redlock-ack": 6}[o.Name()]
+		if len(o.servers) != want {
+			t.Errorf("%s: %d servers, want %d", o.Name(), len(o.servers), want)
+		}
+		for _, s := range o.servers {
+			select {
+			case <-s.exited:
+			default:
+				t.Errorf("server %s still runs after Close", s.addr)
+			}
+			if _, err := os.Stat(s.dir); !os.IsNotExist(err) {
+				t.Errorf("server %s: directory %s left: %v", s.addr, s.dir, err)
+			}
+		}
+	}
+
+	rep := &report{}
+	rep.add(w, results, rounds)
+	rep.Ratios = rep.clusterRatios()
+	var out bytes.Buffer
+	rep.printTables(&out)
+	for _, want := range []string{"| W1-3 | redlock-cluster |", "| W1-3 | redlock-cluster-ack |", "| W1-3 | redlock-ack |",
+		"| W1-3 | cycle p50 redlock-cluster/redlock |", "| W1-3 | client CPU per cycle redlock-cluster-ack/redlock-cluster |",
+		"| W1-3 | client+nodes CPU per cycle redlock-ack/redlock |", "redlock-cluster-ack: servers and node reads+writes are those of"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
 }

@@ -2,7 +2,11 @@
 // go-redsync/redsync v4, rueidislock and a floor (raw redigo sending the
 // same commands with no lock logic), on real redis-server nodes that it
 // starts on free loopback ports, over the workloads W1..W6 of issue 5 and
-// W7..W9 of issue 15.
+// W7..W9 of issue 15; and, on W1-3 and W2, this package over a Redis
+// Cluster of 3 masters, without replicas and with one per master and
+// WithReplicaAck(1), and over 3 nodes with a replica each and
+// WithReplicaAck(1): targets that start those servers themselves
+// (cluster.go).
 //
 // It prints a table of the results and of the goals (ratios measured in the
 // same run), writes results.json and PNG charts under -out, and shows a
@@ -30,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -177,7 +182,20 @@ type target struct {
 	// build makes the target over the nodes at addrs, reached through
 	// pools (targets of other clients dial addrs themselves).
 	build func(addrs []string, pools []*redis.Pool, w benchkit.Workload) (benchkit.Target, error)
+	// start, set instead of build, makes a target on servers it starts
+	// from the redis-server binary bin and stops at its Close (a Redis
+	// Cluster, nodes with replicas: cluster.go), within ctx. The tool's
+	// nodes are not used; the node figures of its runs are its servers'
+	// (serverOwner).
+	start func(ctx context.Context, bin string, w benchkit.Workload) (benchkit.Target, error)
 	runs  func(w benchkit.Workload) bool
+}
+
+// serverOwner is a target made by target.start: the workload reads the
+// node figures of its runs (INFO cpu and stats) from statNodes, every
+// server it started, replicas included, instead of the tool's nodes.
+type serverOwner interface {
+	statNodes() []redlock.Pool
 }
 
 // targets returns the implementations in table order.
@@ -199,6 +217,7 @@ func targets() []target {
 			runs: all,
 		})
 	}
+	ts = append(ts, ownServerTargets()...)
 	ts = append(ts, lossDetectionTargets()...)
 	ts = append(ts, adapterTargets()...)
 	ts = append(ts, rueidislockTargets()...)
@@ -315,6 +334,10 @@ type env struct {
 	bar     *progressbar.ProgressBar
 	targets []target
 	notes   []string // remarks for the report
+
+	// redisBin is the redis-server binary, for the targets that start
+	// servers of their own (target.start).
+	redisBin string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -336,7 +359,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := benchkit.NodesReady(ctx, nodesStarted); err != nil {
 		return err
 	}
-	e := env{rounds: cfg.rounds, targets: targets()}
+	e := env{rounds: cfg.rounds, targets: targets(), redisBin: cfg.redisBin}
 	if cfg.observed {
 		e.targets = append(e.targets[:1:1], append(observedTargets(), e.targets[1:]...)...)
 	}
@@ -453,6 +476,9 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		}
 	}()
 	for i, t := range ts {
+		if t.start != nil {
+			continue // below
+		}
 		addrs := e.nodeAddrs(w)
 		ps, err := newPools(addrs)
 		if err != nil {
@@ -462,6 +488,9 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		if built[i], err = t.build(addrs, ps, w); err != nil {
 			return nil, nil, fmt.Errorf("bench: %s: %w", t.name, err)
 		}
+	}
+	if err := e.startOwn(ctx, ts, built, w); err != nil {
+		return nil, nil, err
 	}
 	if w.Kind != benchkit.Allocs {
 		// Raw pools of the workload's nodes: INFO is read and keys are
@@ -482,8 +511,12 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		for k := range ts {
 			i := (k + r) % len(ts)
 			e.bar.Describe(fmt.Sprintf("%-5s %-17s round %d/%d", w.ID, ts[i].name, r+1, rounds))
+			wi := per
+			if o, ok := built[i].(serverOwner); ok && per.Nodes != nil {
+				wi.Nodes = o.statNodes()
+			}
 			runtime.GC()
-			res, err := benchkit.Run(ctx, built[i], per)
+			res, err := benchkit.Run(ctx, built[i], wi)
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, nil, ctxErr
 			}
@@ -506,6 +539,28 @@ func (e *env) runWorkload(ctx context.Context, w benchkit.Workload) ([]benchkit.
 		}
 	}
 	return out, parts, nil
+}
+
+// startOwn makes the targets of ts that start servers of their own
+// (target.start) into built, all at once: each waits for its servers to
+// come up and to be old enough to vote (benchkit.NodesReady). On error
+// the targets made are left in built, for the caller to close.
+func (e *env) startOwn(ctx context.Context, ts []target, built []benchkit.Target, w benchkit.Workload) error {
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		if t.start != nil {
+			e.bar.Describe(fmt.Sprintf("%-5s starting servers", w.ID))
+			wg.Go(func() { built[i], errs[i] = t.start(ctx, e.redisBin, w) })
+		}
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", ts[i].name, err)
+		}
+	}
+	return nil
 }
 
 // w7Counts replaces W7 in ws by one workload per lock count of the

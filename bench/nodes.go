@@ -40,7 +40,14 @@ func startNodes(ctx context.Context, bin string, n int) ([]*redisNode, error) {
 }
 
 func startNode(ctx context.Context, bin string) (*redisNode, error) {
-	port, err := freePort()
+	return startNodeWith(ctx, bin, freePort)
+}
+
+// startNodeWith starts a node as startNode does, on a port that pick
+// returns, with extra arguments after the tool's own (the nodes of the
+// targets that start servers of their own, cluster.go).
+func startNodeWith(ctx context.Context, bin string, pick func() (int, error), extra ...string) (*redisNode, error) {
+	port, err := pick()
 	if err != nil {
 		return nil, err
 	}
@@ -48,10 +55,11 @@ func startNode(ctx context.Context, bin string) (*redisNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
+	args := append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--daemonize", "no", "--loglevel", "warning", "--maxclients", "10000")
+		"--daemonize", "no", "--loglevel", "warning", "--maxclients", "10000"}, extra...)
+	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

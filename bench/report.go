@@ -25,6 +25,7 @@ type report struct {
 	SlowNodeRTT     string            `json:"slow_node_rtt"`
 	Workloads       []workloadReport  `json:"workloads"`
 	Goals           []check           `json:"goals"`
+	Ratios          []infoRatio       `json:"ratios,omitempty"`
 	Notes           []string          `json:"notes,omitempty"`
 }
 
@@ -85,6 +86,7 @@ func (r *report) finish(started time.Time, redisBin string) {
 	r.Machine = describeMachine(redisBin)
 	r.Versions = versions()
 	r.Goals = r.evaluate()
+	r.Ratios = r.clusterRatios()
 }
 
 // result returns the result of target on workload id, if measured.
@@ -284,6 +286,7 @@ func (r *report) printTables(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s (%s) | %s %s | %s |\n", c.Goal, c.Metric, fmtNum(c.Value), c.Detail,
 			c.Cmp, fmtNum(c.Limit), verdict(c))
 	}
+	r.printRatios(w)
 	for _, res := range r.allResults() {
 		if res.FirstError != "" {
 			fmt.Fprintf(w, "\n%s %s: first error: %s", res.Workload, res.Target, oneLine(res.FirstError))
@@ -413,4 +416,5 @@ func (r *report) printCPU(w io.Writer) {
 				float64(res.ClientSyscalls)/ops, float64(res.ServerEvents)/ops)
 		}
 	}
+	r.printOwnServers(w)
 }
