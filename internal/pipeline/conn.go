@@ -10,15 +10,15 @@ import (
 // conn is one dialled connection: writers send on it, the reader receives
 // in the order of inflight.
 type conn struct {
-	rc         redis.Conn
-	epoch      uint64 // Config.Epoch when dialled
-	wait       []any  // Config.Wait
+	rc    redis.Conn
+	epoch uint64 // Config.Epoch when dialled
+	wait  []any  // Config.Wait
 	// waitGate holds a token while a WAIT is written and unanswered: the
 	// server runs a connection's commands in turn, so WAITs written one
 	// behind another would add their timeouts up when the replicas fall
 	// short. A batch that wants one waits for the token instead, and the
 	// calls sent meanwhile join the next batch.
-	waitGate chan struct{}
+	waitGate   chan struct{}
 	stall      time.Duration
 	inflight   chan Call
 	dead       chan struct{} // closed by the reader when the connection failed
