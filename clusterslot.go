@@ -5,6 +5,11 @@ import "strconv"
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
+// ClusterKeySlot is the hash slot of key in a Redis Cluster, as CLUSTER
+// KEYSLOT computes it (hash tags included), for adapters that pick a key
+// in a master's slot.
+func ClusterKeySlot(key string) int { return keySlot(key) }
+
 // keySlot is the hash slot of key, as Redis Cluster computes it: CRC16
 // (XMODEM) of the key's hash tag, the part between its first "{" and the
 // next "}" when that part is not empty, else of the whole key, modulo

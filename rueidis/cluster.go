@@ -94,7 +94,7 @@ func (k *cluster) Slots(ctx context.Context) (any, error) {
 // matter.
 func (k *cluster) meet(ctx context.Context, slot int) {
 	for i := range 100_000 { // the numbers below 100,000 hash to every slot
-		if tag := strconv.Itoa(i); int(crc16(tag)%16384) == slot {
+		if tag := strconv.Itoa(i); redlock.ClusterKeySlot(tag) == slot {
 			_ = k.c.Do(ctx, k.c.B().Exists().Key("{"+tag+"}").Build()).Error()
 			return
 		}
@@ -139,22 +139,6 @@ func mastersOf(v any) map[string]int {
 		}
 	}
 	return out
-}
-
-// crc16 is CRC-16/XMODEM, with which Redis Cluster hashes keys to slots.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
 
 // absent is the node of a master that the cluster client has no

@@ -13,5 +13,5 @@ func ClusterClientOf(c rueidis.Client) redlock.ClusterClient { return &cluster{c
 // MastersOf is mastersOf, for its test on a real reply.
 var MastersOf = mastersOf
 
-// KeySlot is the slot of key by crc16, without hash tags.
-func KeySlot(key string) int { return int(crc16(key) % 16384) }
+// KeySlot is the slot of key, as the package computes it.
+func KeySlot(key string) int { return redlock.ClusterKeySlot(key) }
