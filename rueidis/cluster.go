@@ -186,4 +186,4 @@ func (w wholeCluster) RunScript(context.Context, *redlock.Script, []string, ...a
 
 // Addr names the cluster by the addresses of the servers the client is
 // connected to, sorted and joined by commas.
-func (w wholeCluster) Addr() string { return node{w.c}.Addr() }
+func (w wholeCluster) Addr() string { return node(w).Addr() }
