@@ -517,9 +517,10 @@ func (d *lossDetector) untrack() {
 		if enabled&(1<<i) == 0 {
 			continue
 		}
-		var rep reply
-		c := &call{cmd: cmd, n: n, slot: &rep, out: make(chan uint8, 1), fin: newFinish(1)}
+		b := getRoundBuf(1, 1)
+		c := &call{cmd: cmd, n: n, slot: &b.slots[0], buf: b, fin: newFinish(1)}
 		n.tr.start(context.Background(), c)
+		b.unref() // nobody reads the reply
 	}
 }
 

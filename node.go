@@ -144,15 +144,15 @@ func decimal(v any) (int64, bool) {
 
 // do runs one command on the node and waits for its reply, at most wait.
 func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
-	var rep reply
-	out := make(chan uint8, 1)
-	c := &call{cmd: cmd, n: n, slot: &rep, out: out, fin: newFinish(1), sent: time.Now().UnixMicro()}
+	b := getRoundBuf(1, 1)
+	defer b.unref() // the caller's reference; the call holds its own
+	c := &call{cmd: cmd, n: n, slot: &b.slots[0], buf: b, fin: newFinish(1), sent: time.Now().UnixMicro()}
 	n.tr.start(ctx, c)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case <-out:
-		return rep
+	case <-b.wake:
+		return b.slots[0]
 	case <-t.C:
 		return reply{err: n.wrap(context.DeadlineExceeded)}
 	case <-ctx.Done():

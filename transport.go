@@ -34,13 +34,12 @@ type call struct {
 	args []any
 	slot *reply
 	idx  uint8
-	out  chan<- uint8 // buffered for every call of the round: never blocks
-	fin  *finish      // pool rounds: counts the calls still running
-	buf  *roundBuf    // the round's buffer, held until delivered
-	obs  *observer    // told of the node's failure; nil: nobody listens
-	sent int64        // when the round was sent, µs on the wall clock: for the clock guard
-	// held is a pipelined vote's reply, waiting for the TIME read behind
-	// its batch (pipeline.Clocked).
+	fin  *finish   // pool rounds: counts the calls still running
+	buf  *roundBuf // the round's buffer, held until delivered
+	obs  *observer // told of the node's failure; nil: nobody listens
+	sent int64     // when the round was sent, µs on the wall clock: for the clock guard
+	// held is the command's own reply, waiting for its trailers' (WAIT,
+	// TIME: pipeline.Trailed).
 	held    any
 	heldErr error
 }
@@ -154,16 +153,14 @@ func (c *call) deliver(rep reply) {
 		c.obs.delivered(c.n, &rep)
 	}
 	*c.slot = rep
-	c.out <- c.idx
+	c.buf.arrive(c.idx, rep.err == nil && rep.ok)
 	if c.fin != nil {
 		if rep.err != nil {
 			c.fin.failed.Or(1 << c.idx)
 		}
 		c.fin.one()
 	}
-	if c.buf != nil {
-		c.buf.unref()
-	}
+	c.buf.unref()
 	*c = call{}
 	calls.Put(c)
 }
