@@ -13,6 +13,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/testkit/conformance"
 	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
@@ -33,26 +34,6 @@ func clusterFactory(t *testing.T, rc *redistest.RedisCluster, opts ...redlock.Op
 	return nodes, f
 }
 
-// keysOn lists the keys on node n that contain part.
-func keysOn(t *testing.T, n *redistest.Node, part string) []string {
-	t.Helper()
-	keys, err := redis.Strings(n.Do("KEYS", "*"+part+"*"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
-}
-
-// slotOf is the slot of key, by the cluster's own CLUSTER KEYSLOT.
-func slotOf(t *testing.T, n *redistest.Node, key string) int {
-	t.Helper()
-	s, err := redis.Int(n.Do("CLUSTER", "KEYSLOT", key), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestClusterNodesPlaceOneKeyPerMaster: the nodes of a 3-master cluster
 // are its masters, and a held lock has exactly one key on each, in a slot
 // that master owns, under a hash tag ("{n}name").
@@ -68,14 +49,14 @@ func TestClusterNodesPlaceOneKeyPerMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, m := range rc.Masters {
-		keys := keysOn(t, m, "placement")
+		keys := conformance.KeysOn(t, m, "placement")
 		if len(keys) != 1 {
 			t.Fatalf("master %d (%s) holds %q, want one key", i, m.Addr(), keys)
 		}
 		if !strings.HasPrefix(keys[0], "{") || !strings.HasSuffix(keys[0], "}placement") {
 			t.Errorf("master %d's key %q is not {tag}placement", i, keys[0])
 		}
-		if owner := rc.MasterOf(slotOf(t, m, keys[0])); owner != m {
+		if owner := rc.MasterOf(conformance.SlotOf(t, m, keys[0])); owner != m {
 			t.Errorf("key %q on %s is in a slot of %s", keys[0], m.Addr(), owner.Addr())
 		}
 		if got := rawString(t, m, keys[0]); got != l.Token() {
@@ -86,7 +67,7 @@ func TestClusterNodesPlaceOneKeyPerMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, m := range rc.Masters {
-		if keys := keysOn(t, m, "placement"); len(keys) != 0 {
+		if keys := conformance.KeysOn(t, m, "placement"); len(keys) != 0 {
 			t.Errorf("master %d still holds %q after Release", i, keys)
 		}
 	}
@@ -135,7 +116,7 @@ func TestClusterHoldsManyAutoextendedLocks(t *testing.T) {
 		t.Fatalf("%d losses reported", n)
 	}
 	for i, m := range rc.Masters {
-		if n := len(keysOn(t, m, "many:")); n != len(locks) {
+		if n := len(conformance.KeysOn(t, m, "many:")); n != len(locks) {
 			t.Errorf("master %d holds %d keys, want %d", i, n, len(locks))
 		}
 	}
@@ -145,7 +126,7 @@ func TestClusterHoldsManyAutoextendedLocks(t *testing.T) {
 		}
 	}
 	for i, m := range rc.Masters {
-		if n := len(keysOn(t, m, "many:")); n != 0 {
+		if n := len(conformance.KeysOn(t, m, "many:")); n != 0 {
 			t.Errorf("master %d holds %d keys after the releases", i, n)
 		}
 	}
@@ -168,7 +149,7 @@ func TestClusterMultiLockFencingAndReadWrite(t *testing.T) {
 		t.Fatalf("a name of the held MultiLock: %v, want ErrNotAcquired", err)
 	}
 	for i, master := range rc.Masters {
-		if n := len(keysOn(t, master, "}m")); n != len(names) {
+		if n := len(conformance.KeysOn(t, master, "}m")); n != len(names) {
 			t.Errorf("master %d holds %d of the MultiLock's keys, want %d", i, n, len(names))
 		}
 	}
@@ -214,60 +195,10 @@ func TestClusterMultiLockFencingAndReadWrite(t *testing.T) {
 	}
 }
 
-// TestClusterReshardKeepsExclusion: moving the slot of one master's lock
-// keys to another master while a lock is held (autoextended) lets no other
-// client in, before or after the move: the holder's node reads MOVED,
-// reads the slot map again and takes a new tag on its master, and the node
-// guard keeps that node out of the vote for a TTL, so the holder extends
-// on the other two; fresh clients meet the holder's keys on two masters.
+// TestClusterReshardKeepsExclusion: conformance.ClusterReshard over
+// redlock.ClusterNodes (the same steps run over the adapters' clients).
 func TestClusterReshardKeepsExclusion(t *testing.T) {
-	rc := redistest.StartRedisCluster(t, 3, 0)
-	const ttl = 2 * time.Second
-	holderNodes, holder := clusterFactory(t, rc, redlock.WithTTL(ttl))
-	ctx := ctxT(t, 60*time.Second)
-	l := holder.NewLock("resharded")
-	if _, err := l.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	from := rc.Masters[0]
-	keys := keysOn(t, from, "resharded")
-	if len(keys) != 1 {
-		t.Fatalf("master 0 holds %q", keys)
-	}
-	rc.MoveSlot(t, slotOf(t, from, keys[0]), rc.Masters[1])
-
-	// The holder's next extension reads MOVED on node 0 and its map again:
-	// the guard keeps node 0 out for a TTL.
-	waitFor(t, 2*ttl, "the holder's node 0 to leave the vote", func() bool {
-		h, err := holder.Health(ctx)
-		return err == nil && !h[0].Voting && strings.Contains(h[0].Why, "cluster master or slot changed")
-	})
-	stop := time.Now().Add(3 * ttl)
-	var overlaps int
-	for time.Now().Before(stop) {
-		_, other := clusterFactory(t, rc, redlock.WithTTL(ttl), redlock.WithRetryTimes(0))
-		if _, err := other.NewLock("resharded").TryAcquire(ctx); err == nil {
-			overlaps++
-		} else if !errors.Is(err, redlock.ErrNotAcquired) {
-			t.Fatalf("a fresh client's attempt: %v", err)
-		}
-		other.Close()
-		time.Sleep(100 * time.Millisecond)
-	}
-	if overlaps != 0 {
-		t.Fatalf("%d fresh clients acquired the held lock after the reshard", overlaps)
-	}
-	select {
-	case <-l.Done():
-		t.Fatalf("the holder lost its lock through the reshard: %v", l.Err())
-	default:
-	}
-	if got := holderNodes[0].Addr(); got != from.Addr() {
-		t.Errorf("node 0 moved to %s; its master %s still owns slots", got, from.Addr())
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	conformance.ClusterReshard(t, conformance.RedigoCluster)
 }
 
 // TestClusterOfFewerThanThreeMastersIsRefused and bad seeds: the errors
@@ -351,7 +282,7 @@ func TestReplicaAckOnFailover(t *testing.T) {
 			resume()
 			var missing []string
 			for _, name := range acquired {
-				if len(keysOn(t, promoted, name)) == 0 { // names are distinct: no name contains another here
+				if len(conformance.KeysOn(t, promoted, name)) == 0 { // names are distinct: no name contains another here
 					missing = append(missing, name)
 				}
 			}
