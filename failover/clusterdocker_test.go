@@ -293,7 +293,7 @@ func (c *dockerCluster) created() string {
 		return why
 	}
 	for i, master := range c.masters {
-		if owner := m.owner(c.firstSlot(i)); owner != master.addr {
+		if owner := m.OwnerAddr(c.firstSlot(i)); owner != master.addr {
 			return fmt.Sprintf("slot %d is owned by %s, want %s", c.firstSlot(i), owner, master.addr)
 		}
 		info, err := redis.String(nodeDo(master.addr, "INFO", "replication"))
@@ -368,8 +368,8 @@ func (c *dockerCluster) live() []*dockerNode {
 // agreed checks that every node of nodes reports cluster_state:ok and the
 // same CLUSTER SLOTS, covering every slot; it returns the slot map or why
 // not.
-func (c *dockerCluster) agreed(nodes []*dockerNode) (addrSlots, string) {
-	var first addrSlots
+func (c *dockerCluster) agreed(nodes []*dockerNode) (redistest.SlotMap, string) {
+	var first redistest.SlotMap
 	for _, n := range nodes {
 		info, err := redis.String(nodeDo(n.addr, "CLUSTER", "INFO"))
 		if err != nil {
@@ -382,7 +382,7 @@ func (c *dockerCluster) agreed(nodes []*dockerNode) (addrSlots, string) {
 		if err != nil {
 			return nil, fmt.Sprintf("CLUSTER SLOTS on %s: %v", n.addr, err)
 		}
-		if !m.complete() {
+		if !m.Complete() {
 			return nil, fmt.Sprintf("%s: CLUSTER SLOTS covers not every slot: %v", n.addr, m)
 		}
 		if first == nil {
@@ -445,9 +445,9 @@ func (c *dockerCluster) killMaster(t *testing.T, i int) string {
 		if last = why; why != "" {
 			return false
 		}
-		owner = c.byAddr[m.owner(slot)]
+		owner = c.byAddr[m.OwnerAddr(slot)]
 		if owner == nil || owner == old {
-			last = fmt.Sprintf("slot %d is still owned by %s", slot, m.owner(slot))
+			last = fmt.Sprintf("slot %d is still owned by %s", slot, m.OwnerAddr(slot))
 			return false
 		}
 		info, err := redis.String(nodeDo(owner.addr, "INFO", "replication"))
@@ -468,7 +468,7 @@ func (c *dockerCluster) killMaster(t *testing.T, i int) string {
 func (c *dockerCluster) ownerOf(slot int) *dockerNode {
 	for _, n := range c.live() {
 		if m, err := slotsOf(n.addr); err == nil {
-			return c.byAddr[m.owner(slot)]
+			return c.byAddr[m.OwnerAddr(slot)]
 		}
 	}
 	return nil
@@ -511,7 +511,7 @@ func (c *dockerCluster) pauseReplication(t *testing.T, i int) (resume func()) {
 		if err != nil {
 			t.Fatalf("pauseReplication: CLUSTER KEYSLOT on %s: %v", master.addr, err)
 		}
-		if m.owner(slot) == master.addr {
+		if m.OwnerAddr(slot) == master.addr {
 			filler = key
 		}
 	}
@@ -528,7 +528,7 @@ func (c *dockerCluster) pauseReplication(t *testing.T, i int) (resume func()) {
 	if err := c.pool.Client.PauseContainer(replica.res.Container.ID); err != nil {
 		t.Fatalf("docker pause %s: %v", replica.addr, err)
 	}
-	if _, err := nodeDo(master.addr, "SET", filler, make([]byte, inFlightBound())); err != nil {
+	if _, err := nodeDo(master.addr, "SET", filler, make([]byte, redistest.InFlightBound())); err != nil {
 		t.Fatalf("pauseReplication: the filler write on %s: %v", master.addr, err)
 	}
 	if _, err := nodeDo(master.addr, "DEL", filler); err != nil {
@@ -547,33 +547,6 @@ func (c *dockerCluster) pauseReplication(t *testing.T, i int) (resume func()) {
 	})
 	t.Cleanup(resume)
 	return resume
-}
-
-// inFlightBound returns more bytes than the kernel can buffer on one TCP
-// connection: tcp_rmem's maximum plus tcp_wmem's, plus 1 MiB (64 MiB
-// when /proc does not say).
-func inFlightBound() int {
-	const mib = 1 << 20
-	limit := func(name string) int {
-		b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
-		if err != nil {
-			return -1
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 3 {
-			return -1
-		}
-		v, err := strconv.Atoi(f[2])
-		if err != nil {
-			return -1
-		}
-		return v
-	}
-	r, w := limit("tcp_rmem"), limit("tcp_wmem")
-	if r < 0 || w < 0 {
-		return 64 * mib
-	}
-	return r + w + mib
 }
 
 // describe returns every running node's CLUSTER NODES, for a failure
@@ -624,64 +597,9 @@ func (c *dockerCluster) close(t *testing.T) {
 	}
 }
 
-// addrSlots is a CLUSTER SLOTS reply: ranges of slots and the address of
-// their master, in slot order.
-type addrSlots []slotOwner
-
-type slotOwner struct {
-	first, last int
-	addr        string
-}
-
 // slotsOf reads CLUSTER SLOTS on the node at addr.
-func slotsOf(addr string) (addrSlots, error) {
-	entries, err := redis.Values(nodeDo(addr, "CLUSTER", "SLOTS"))
-	if err != nil {
-		return nil, err
-	}
-	var m addrSlots
-	for _, e := range entries {
-		f, err := redis.Values(e, nil)
-		if err != nil || len(f) < 3 {
-			return nil, fmt.Errorf("malformed CLUSTER SLOTS entry %v", e)
-		}
-		first, err1 := redis.Int(f[0], nil)
-		last, err2 := redis.Int(f[1], nil)
-		master, err3 := redis.Values(f[2], nil)
-		if err := errors.Join(err1, err2, err3); err != nil || len(master) < 2 {
-			return nil, fmt.Errorf("malformed CLUSTER SLOTS entry %v", e)
-		}
-		host, err1 := redis.String(master[0], nil)
-		port, err2 := redis.Int(master[1], nil)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("malformed CLUSTER SLOTS entry %v", e)
-		}
-		m = append(m, slotOwner{first, last, net.JoinHostPort(host, strconv.Itoa(port))})
-	}
-	slices.SortFunc(m, func(a, b slotOwner) int { return a.first - b.first })
-	return m, nil
-}
-
-// complete reports whether the ranges cover every slot once.
-func (m addrSlots) complete() bool {
-	next := 0
-	for _, r := range m {
-		if r.first != next || r.last < r.first {
-			return false
-		}
-		next = r.last + 1
-	}
-	return next == clusterSlots
-}
-
-// owner returns the address of slot's master, "" when no range holds it.
-func (m addrSlots) owner(slot int) string {
-	for _, r := range m {
-		if r.first <= slot && slot <= r.last {
-			return r.addr
-		}
-	}
-	return ""
+func slotsOf(addr string) (redistest.SlotMap, error) {
+	return redistest.ParseSlotMap(nodeDo(addr, "CLUSTER", "SLOTS"))
 }
 
 // nodeDo runs one command on a new connection to addr. Its timeouts allow

@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -435,7 +434,7 @@ func (c *RedisCluster) MoveSlot(tb testing.TB, slot int, to *Node) {
 	}
 	var last string
 	ok := waitFor(clusterWait, func() bool {
-		var m slotMap
+		var m SlotMap
 		if m, last = c.agreed(c.live()); last != "" {
 			return false
 		}
@@ -492,7 +491,7 @@ func (c *RedisCluster) KillMaster(tb testing.TB, i int) *Node {
 		owner *Node
 	)
 	ok := waitFor(clusterWait, func() bool {
-		var m slotMap
+		var m SlotMap
 		if m, last = c.agreed(c.live()); last != "" {
 			return false
 		}
@@ -570,7 +569,7 @@ func (c *RedisCluster) PauseReplication(tb testing.TB, replica *Node) (resume fu
 			tb.Fatalf("redistest: PauseReplication: %s owns no slot", master.Addr())
 		}
 	}
-	size := inFlightBound()
+	size := InFlightBound()
 
 	c.mu.Lock()
 	if _, ok := c.paused[replica]; ok {
@@ -596,36 +595,6 @@ func (c *RedisCluster) PauseReplication(tb testing.TB, replica *Node) (resume fu
 	return resume
 }
 
-// inFlightBound returns more bytes than the kernel can buffer on one
-// loopback TCP connection: the largest receive buffer autotuning may grow
-// to (tcp_rmem's third field) plus the largest send buffer (tcp_wmem's),
-// plus 1 MiB. Both limits count the buffers' memory, which is more than
-// the data they hold. Without /proc (not Linux), 64 MiB, several times the
-// defaults of the BSDs and macOS.
-func inFlightBound() int {
-	const mib = 1 << 20
-	limit := func(name string) int {
-		b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
-		if err != nil {
-			return -1
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 3 {
-			return -1
-		}
-		v, err := strconv.Atoi(f[2])
-		if err != nil {
-			return -1
-		}
-		return v
-	}
-	r, w := limit("tcp_rmem"), limit("tcp_wmem")
-	if r < 0 || w < 0 {
-		return 64 * mib
-	}
-	return r + w + mib
-}
-
 // live returns the nodes that are running and not frozen by
 // PauseReplication.
 func (c *RedisCluster) live() []*Node {
@@ -643,11 +612,11 @@ func (c *RedisCluster) live() []*Node {
 // agreed checks that every node of nodes reports cluster_state:ok and the
 // same masters in CLUSTER SLOTS, covering every slot. It returns the slot
 // map, or why not.
-func (c *RedisCluster) agreed(nodes []*Node) (slotMap, string) {
+func (c *RedisCluster) agreed(nodes []*Node) (SlotMap, string) {
 	if len(nodes) == 0 {
 		return nil, "no live node"
 	}
-	var first slotMap
+	var first SlotMap
 	for _, n := range nodes {
 		info, err := redis.String(query(n, "CLUSTER", "INFO"))
 		if err != nil {
@@ -660,7 +629,7 @@ func (c *RedisCluster) agreed(nodes []*Node) (slotMap, string) {
 		if err != nil {
 			return nil, fmt.Sprintf("CLUSTER SLOTS on %s: %v", n.Addr(), err)
 		}
-		if !m.complete() {
+		if !m.Complete() {
 			return nil, fmt.Sprintf("%s: CLUSTER SLOTS covers not every slot: %v", n.Addr(), m)
 		}
 		if first == nil {
@@ -695,85 +664,6 @@ func (c *RedisCluster) stop() {
 	for _, n := range c.nodes {
 		n.shutdown()
 	}
-}
-
-// slotRange is one entry of CLUSTER SLOTS: slots first..last owned by the
-// master listening on port.
-type slotRange struct{ first, last, port int }
-
-// slotMap is a CLUSTER SLOTS reply, sorted by first slot.
-type slotMap []slotRange
-
-// slotMapOf reads CLUSTER SLOTS on n.
-func slotMapOf(n *Node) (slotMap, error) {
-	entries, err := redis.Values(query(n, "CLUSTER", "SLOTS"))
-	if err != nil {
-		return nil, err
-	}
-	var m slotMap
-	for _, e := range entries {
-		f, err := redis.Values(e, nil)
-		if err != nil || len(f) < 3 {
-			return nil, fmt.Errorf("redistest: malformed CLUSTER SLOTS entry %v", e)
-		}
-		first, err1 := redis.Int(f[0], nil)
-		last, err2 := redis.Int(f[1], nil)
-		master, err3 := redis.Values(f[2], nil)
-		if err := errors.Join(err1, err2, err3); err != nil || len(master) < 2 {
-			return nil, fmt.Errorf("redistest: malformed CLUSTER SLOTS entry %v", e)
-		}
-		port, err := redis.Int(master[1], nil)
-		if err != nil {
-			return nil, fmt.Errorf("redistest: malformed CLUSTER SLOTS entry %v", e)
-		}
-		m = append(m, slotRange{first, last, port})
-	}
-	slices.SortFunc(m, func(a, b slotRange) int { return a.first - b.first })
-	return m, nil
-}
-
-// complete reports whether the ranges cover every slot once.
-func (m slotMap) complete() bool {
-	next := 0
-	for _, r := range m {
-		if r.first != next || r.last < r.first {
-			return false
-		}
-		next = r.last + 1
-	}
-	return next == ClusterSlots
-}
-
-// owner returns the port of slot's master, 0 when no range holds it.
-func (m slotMap) owner(slot int) int {
-	for _, r := range m {
-		if r.first <= slot && slot <= r.last {
-			return r.port
-		}
-	}
-	return 0
-}
-
-// masters returns the ports of the masters in the order of their first
-// slot.
-func (m slotMap) masters() []int {
-	var out []int
-	for _, r := range m {
-		if !slices.Contains(out, r.port) {
-			out = append(out, r.port)
-		}
-	}
-	return out
-}
-
-// firstSlotOf returns the first slot of the master on port, -1 if none.
-func (m slotMap) firstSlotOf(port int) int {
-	for _, r := range m {
-		if r.port == port {
-			return r.first
-		}
-	}
-	return -1
 }
 
 // query runs one command on n on a new connection, with short timeouts,

@@ -356,8 +356,8 @@ func TestRedisClusterTwoMasters(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CLUSTER SLOTS on %s: %v", n.Addr(), err)
 		}
-		want := slotMap{{0, 8191, c.Masters[0].Port}, {8192, ClusterSlots - 1, c.Masters[1].Port}}
-		if !slices.Equal(m, want) || len(m.masters()) != 2 {
+		want := SlotMap{{0, 8191, "127.0.0.1", c.Masters[0].Port}, {8192, ClusterSlots - 1, "127.0.0.1", c.Masters[1].Port}}
+		if !slices.Equal(m, want) || len(m.masters()) != 2 || m.OwnerAddr(8192) != c.Masters[1].Addr() {
 			t.Errorf("%s: CLUSTER SLOTS %v, want %v", n.Addr(), m, want)
 		}
 	}
