@@ -70,9 +70,10 @@ func goredisNodes(t *testing.T, addrs []string) []redlock.Node {
 // own, that exist although their node is down or partitioned away at the
 // start (ForceSingleClient: they connect once it answers), and that drop a
 // connection whose replies stopped (ConnWriteTimeout). rueidis keeps a
-// connection after a command's context ended; the proxies' partitions
-// drop bytes inside live connections, which no TCP network does, and a
-// connection kept across one would pair later replies with earlier
+// connection after a command's context ended (the adapter sees to it);
+// the proxies drop bytes inside live connections while partitioned, and
+// reset those connections when the partition heals, since a connection
+// carried on across the gap would pair later replies with earlier
 // commands.
 func rueidisNodes(t *testing.T, addrs []string) []redlock.Node {
 	clients := make([]rueidis.Client, len(addrs))

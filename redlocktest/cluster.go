@@ -360,8 +360,9 @@ func (c *Cluster) Partition(i int) {
 }
 
 // Heal removes every network fault of node i: Partition, Delay and
-// CutReplies. Connections that timed out meanwhile stay broken on the client
-// side; new ones work at once.
+// CutReplies. A connection that the partition dropped bytes of is reset,
+// as TCP gives up on a connection rather than skip bytes; connections that
+// carried nothing meanwhile, and new ones, work at once.
 func (c *Cluster) Heal(i int) {
 	c.tb.Helper()
 	c.check("Heal", i)

@@ -1,6 +1,7 @@
 package redlocktest
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -168,8 +169,25 @@ func TestFaults(t *testing.T) {
 				if _, err := open.Do("PING"); err != nil {
 					t.Fatal(err)
 				}
+				// A connection that loses a command to the partition is reset
+				// when it heals, not carried on past the gap.
+				raw, err := net.Dial("tcp", c.Addrs()[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer raw.Close()
+				rd := bufio.NewReader(raw)
+				if _, err := raw.Write([]byte("PING\r\n")); err != nil {
+					t.Fatal(err)
+				}
+				if line, err := rd.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+					t.Fatalf("PING on a raw connection: %q, %v", line, err)
+				}
 				c.Partition(0)
 				c.Partition(0) // idempotent
+				if _, err := raw.Write([]byte("SET part 1\r\n")); err != nil {
+					t.Fatal(err)
+				}
 				tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				_, err = redis.DoContext(open, tctx, "SET", "part", "1")
 				cancel()
@@ -184,6 +202,13 @@ func TestFaults(t *testing.T) {
 				mustDo(t, c, 0, "PING")
 				if v := mustDo(t, c, 0, "GET", "part"); v != nil {
 					t.Fatalf("a command sent during the partition reached the node: part = %v", v)
+				}
+				_, _ = raw.Write([]byte("PING\r\n")) // fails or is lost: the connection is reset
+				_ = raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+				if line, err := rd.ReadString('\n'); err == nil {
+					t.Fatalf("the connection that lost its SET to the partition answered %q after Heal, as if to the SET", line)
+				} else if isTimeout(err) {
+					t.Fatalf("the connection that lost its SET to the partition hangs after Heal: %v", err)
 				}
 			})
 

@@ -38,6 +38,9 @@ type faultProxy struct {
 type proxyConn struct {
 	client, node net.Conn
 	once         sync.Once
+	// dropped says that a partition dropped bytes of the connection, under
+	// the proxy's mu; heal resets it.
+	dropped bool
 }
 
 // shut closes both sides, resetting them (no FIN, unsent data dropped).
@@ -135,6 +138,17 @@ func (p *faultProxy) forget(pc *proxyConn) {
 	p.mu.Unlock()
 }
 
+// drops reports whether the node is partitioned away, and marks pc as a
+// connection whose bytes it drops.
+func (p *faultProxy) drops(pc *proxyConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.partitioned {
+		pc.dropped = true
+	}
+	return p.partitioned
+}
+
 // pumpRequests copies the client's bytes to the node, dropping them while
 // the node is partitioned away.
 func (p *faultProxy) pumpRequests(pc *proxyConn) {
@@ -144,7 +158,7 @@ func (p *faultProxy) pumpRequests(pc *proxyConn) {
 	for {
 		n, err := pc.client.Read(buf)
 		if n > 0 {
-			if partitioned, _, _ := p.faults(); !partitioned {
+			if !p.drops(pc) {
 				if _, werr := pc.node.Write(buf[:n]); werr != nil {
 					return
 				}
@@ -187,7 +201,7 @@ func (p *faultProxy) deliverReplies(pc *proxyConn, in <-chan chunk) {
 		if failed {
 			continue
 		}
-		partitioned, delay, _ := p.faults()
+		_, delay, _ := p.faults()
 		if wait := time.Until(c.at.Add(delay)); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -195,9 +209,8 @@ func (p *faultProxy) deliverReplies(pc *proxyConn, in <-chan chunk) {
 			case <-p.quit:
 				t.Stop()
 			}
-			partitioned, _, _ = p.faults()
 		}
-		if partitioned {
+		if p.drops(pc) {
 			continue
 		}
 		if _, err := pc.client.Write(c.data); err != nil {
@@ -293,11 +306,25 @@ func (p *faultProxy) cut() error {
 	return nil
 }
 
-// heal removes every fault.
+// heal removes every fault, and resets the connections that a partition
+// dropped bytes of. TCP never skips bytes: it delivers them late or gives
+// up on the connection. A connection that carried on after the gap would
+// pair the replies that come after it with the commands that the node
+// never got, for a client that keeps connections whose commands timed out
+// (rueidis does, and discards the late replies in order).
 func (p *faultProxy) heal() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.partitioned, p.delay, p.cutReplies = false, 0, false
+	var broken []*proxyConn
+	for pc := range p.conns {
+		if pc.dropped {
+			broken = append(broken, pc)
+		}
+	}
+	p.mu.Unlock()
+	for _, pc := range broken {
+		pc.shut()
+	}
 }
 
 // close stops the proxy, closes its connections and waits for all of its

@@ -2,6 +2,7 @@ package redlockrueidis
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -42,6 +43,7 @@ func (n node) DoBatch(ctx context.Context, batch []redlock.Command) {
 
 // run sends cmds: one command with Do, several with DoMulti.
 func (n node) run(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
+	ctx = pipelined{ctx}
 	if len(cmds) == 1 {
 		return []rueidis.RedisResult{n.c.Do(ctx, cmds[0])}
 	}
@@ -51,15 +53,28 @@ func (n node) run(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisRes
 // command builds c: a plain command, or a script by EVALSHA, or by EVAL
 // when source is set. buf is scratch space for the arguments, returned
 // for the next command.
+//
+// The keys go in as plain arguments, so that the command carries no slot:
+// rueidis sends a command with a slot on one of its connections to the
+// server at random (PipelineMultiplex), and one without on the first, so
+// every command of the node travels on one connection and the server runs
+// them in the order they were sent. A batch whose context ended is still
+// on its way; on another connection the next batch could overtake it, and
+// a failed attempt's delete then run before its SET, whose key would hold
+// the lock for its TTL, and two attempts' batches reach this node in an
+// order other nodes do not share (see the factory's batch transport).
 func (n node) command(c *redlock.Command, source bool, buf []string) (rueidis.Completed, []string) {
-	args := strs(buf[:0], c.Args)
-	switch {
-	case c.Script == nil:
+	if c.Script == nil {
+		args := strs(buf[:0], c.Args)
 		return n.c.B().Arbitrary(c.Name).Args(args...).Build(), args
-	case source:
-		return n.c.B().Eval().Script(c.Script.Source()).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(args...).Build(), args
 	}
-	return n.c.B().Evalsha().Sha1(c.Script.Hash()).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(args...).Build(), args
+	name, body := "EVALSHA", c.Script.Hash()
+	if source {
+		name, body = "EVAL", c.Script.Source()
+	}
+	args := append(append(buf[:0], body, strconv.Itoa(len(c.Keys))), c.Keys...)
+	args = strs(args, c.Args)
+	return n.c.B().Arbitrary(name).Args(args...).Build(), args
 }
 
 // isNoScript reports whether err is the server's NOSCRIPT reply.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/rueidis"
 
@@ -53,13 +52,15 @@ var _ redlock.Node = node{}
 
 func (n node) Do(ctx context.Context, name string, args ...any) (any, error) {
 	cmd := n.c.B().Arbitrary(name).Args(strs(nil, args)...).Build()
-	return result(n.c.Do(ctx, cmd))
+	return result(n.c.Do(pipelined{ctx}, cmd))
 }
 
-// RunScript runs s with rueidis's Lua helper, which sends EVALSHA and falls
-// back to EVAL on NOSCRIPT.
+// RunScript runs s as a batch of one: EVALSHA, then EVAL on NOSCRIPT, on
+// the connection of the node's other commands (see command).
 func (n node) RunScript(ctx context.Context, s *redlock.Script, keys []string, args ...any) (any, error) {
-	return result(scriptOf(s).Exec(ctx, n.c, keys, strs(nil, args)))
+	batch := []redlock.Command{{Script: s, Keys: keys, Args: args}}
+	n.DoBatch(ctx, batch)
+	return batch[0].Reply, batch[0].Err
 }
 
 // Addr names the server by the client's address (addresses, sorted and
@@ -71,17 +72,6 @@ func (n node) Addr() string {
 	}
 	slices.Sort(addrs)
 	return strings.Join(addrs, ",")
-}
-
-// scripts holds rueidis's form of each lock script, made once.
-var scripts sync.Map // *redlock.Script -> *rueidis.Lua
-
-func scriptOf(s *redlock.Script) *rueidis.Lua {
-	if l, ok := scripts.Load(s); ok {
-		return l.(*rueidis.Lua)
-	}
-	l, _ := scripts.LoadOrStore(s, rueidis.NewLuaScript(s.Source()))
-	return l.(*rueidis.Lua)
 }
 
 // strs appends the lock's arguments (strings and integers) to dst as
