@@ -5,11 +5,15 @@
 //	f, err := redlock.NewFactoryFromNodes(nodes)
 //	defer f.Close()
 //
-// Every command goes through the client: Do, its Lua helper for scripts
-// (EVALSHA, then EVAL on NOSCRIPT), and DoMulti for the commands that
-// concurrent lock operations start on a node meanwhile (redlock.Batcher),
-// all on the client's automatically pipelined connection; its TLS settings
-// and hooks apply, and the factory never closes the clients. Each client
+// Every command goes through the client: Do, and DoMulti for the commands
+// that concurrent lock operations start on a node meanwhile
+// (redlock.Batcher); scripts are EVALSHA, then EVAL on NOSCRIPT. They all
+// go on one of the client's pipelined connections, in the order they were
+// sent (a script's keys go in as plain arguments, so that rueidis does not
+// pick a connection by their slot), and without the context's deadline, so
+// that a command that timed out leaves the connection up (its reply is
+// discarded when it comes). Its TLS settings and hooks apply, and the
+// factory never closes the clients. Each client
 // must reach one independent Redis server; the factory refuses two clients
 // of the same server. For a Redis Cluster, see below.
 //
