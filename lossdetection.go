@@ -518,7 +518,7 @@ func (d *lossDetector) untrack() {
 			continue
 		}
 		b := getRoundBuf(1, 1)
-		c := &call{cmd: cmd, n: n, slot: &b.slots[0], buf: b, fin: newFinish(1)}
+		c := &call{cmd: cmd, n: n, buf: b, fin: newFinish(1)}
 		n.tr.start(context.Background(), c)
 		b.unref() // nobody reads the reply
 	}

@@ -146,7 +146,7 @@ func decimal(v any) (int64, bool) {
 func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
 	b := getRoundBuf(1, 1)
 	defer b.unref() // the caller's reference; the call holds its own
-	c := &call{cmd: cmd, n: n, slot: &b.slots[0], buf: b, fin: newFinish(1), sent: time.Now().UnixMicro()}
+	c := &call{cmd: cmd, n: n, buf: b, fin: newFinish(1), sent: time.Now().UnixMicro()}
 	n.tr.start(ctx, c)
 	t := time.NewTimer(wait)
 	defer t.Stop()

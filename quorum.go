@@ -99,7 +99,7 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 	sent := r.start.UnixMicro()
 	for _, n := range f.nodes {
 		c := calls.Get().(*call)
-		c.cmd, c.n, c.slot, c.idx, c.fin, c.buf, c.obs, c.sent = cmd, n, &r.slots[n.index], uint8(n.index), r.fin, buf, f.obs, sent
+		c.cmd, c.n, c.idx, c.fin, c.buf, c.obs, c.sent = cmd, n, uint8(n.index), r.fin, buf, f.obs, sent
 		n.tr.start(ctx, c)
 	}
 	return r

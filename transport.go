@@ -32,8 +32,7 @@ type call struct {
 	n    *node
 	name string // the command as written: EVALSHA, then EVAL on NOSCRIPT
 	args []any
-	slot *reply
-	idx  uint8
+	idx  uint8     // the node's slot in buf
 	fin  *finish   // pool rounds: counts the calls still running
 	buf  *roundBuf // the round's buffer, held until delivered
 	obs  *observer // told of the node's failure; nil: nobody listens
@@ -152,7 +151,7 @@ func (c *call) deliver(rep reply) {
 	if c.obs != nil {
 		c.obs.delivered(c.n, &rep)
 	}
-	*c.slot = rep
+	c.buf.slots[c.idx] = rep
 	c.buf.arrive(c.idx, rep.err == nil && rep.ok)
 	if c.fin != nil {
 		if rep.err != nil {
