@@ -13,6 +13,8 @@ import (
 	"weak"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pipeline"
 )
 
 // Pool hands out connections to one Redis node. *redis.Pool satisfies it, and
@@ -35,6 +37,15 @@ type Addresser interface {
 // host:port means redis://host:port. The URL is checked at once;
 // connections are dialled lazily. opts are passed to every dial, after the
 // options taken from the URL.
+//
+// A factory's pipelined connection to a redis:// node of such a pool is
+// dialled by the factory itself, with the same URL and options but
+// outside the pool, on a socket that it writes each batch of commands to
+// in one system call (a batch of a thousand extensions through redigo's
+// 4 KB buffer took twenty). DialConnectTimeout and DialKeepAlive in opts
+// do not apply to that dial, which the node timeout bounds; a dialler of
+// the caller's in opts (DialNetDial, DialContextFunc) makes it a redigo
+// connection like the pool's.
 func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
 	rawURL, err := nodeURL(rawURL)
 	if err != nil {
@@ -44,7 +55,7 @@ func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialOpts := append([]redis.DialOption{redis.DialConnectTimeout(5 * time.Second)}, opts...)
+	dialOpts := append([]redis.DialOption{redis.DialConnectTimeout(pipeline.ConnectTimeout)}, opts...)
 	p := &redis.Pool{
 		MaxIdle:     32,
 		IdleTimeout: 4 * time.Minute,
@@ -53,7 +64,20 @@ func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
 		},
 	}
 	rememberAddr(p, addr)
+	pipeline.RememberDialer(p, pipeline.SocketDialer(rawURL, opts))
 	return p, nil
+}
+
+// pipelineDial is how the pipelined transport reaches p's node: on a
+// socket of its own for a pool made by NewPool (pipeline.SocketDialer),
+// else with a connection borrowed from p for as long as it works.
+func pipelineDial(p Pool) func(context.Context) (redis.Conn, error) {
+	if rp, ok := p.(*redis.Pool); ok {
+		if dial := pipeline.DialerOf(rp); dial != nil {
+			return dial
+		}
+	}
+	return p.GetContext
 }
 
 // nodeURL is the URL of a node as NewPool and NewFactoryFromURLs take

@@ -169,7 +169,7 @@ type pipeTransport struct{ conn *pipeline.Conn }
 
 func newPipeTransport(p Pool, o *owner, stall time.Duration, n *node) *pipeTransport {
 	cfg := pipeline.Config{
-		Dial:  p.GetContext,
+		Dial:  pipelineDial(p),
 		Setup: n.setup,
 		Stall: stall,
 		Spawn: o.spawn,

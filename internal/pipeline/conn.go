@@ -11,8 +11,9 @@ import (
 // in the order of inflight.
 type conn struct {
 	rc    redis.Conn
-	epoch uint64 // Config.Epoch when dialled
-	wait  []any  // Config.Wait
+	w     *writer // nil: commands go through redigo's Send and Flush
+	epoch uint64  // Config.Epoch when dialled
+	wait  []any   // Config.Wait
 	// waitGate holds a token while a WAIT is written and unanswered: the
 	// server runs a connection's commands in turn, so WAITs written one
 	// behind another would add their timeouts up when the replicas fall
@@ -77,9 +78,19 @@ func (c *conn) write(batch []Call) {
 	if clock {
 		c.send(clockMark{}, batch[:0])
 	}
-	// A failed flush breaks the connection: the reader then fails what was
-	// handed to it.
-	_ = c.rc.Flush()
+	c.flush()
+}
+
+// flush writes out what the batch encoded. A failed write breaks the
+// connection: the reader then fails what was handed to it.
+func (c *conn) flush() {
+	if c.w == nil {
+		_ = c.rc.Flush() // redigo closes the connection when it fails
+		return
+	}
+	if err := c.w.flush(); err != nil {
+		c.rc.Close()
+	}
 }
 
 // send writes call and queues it for the reader; on failure it fails
@@ -87,11 +98,26 @@ func (c *conn) write(batch []Call) {
 // to fail).
 func (c *conn) send(call Call, rest []Call) bool {
 	name, args := call.Command()
-	if err := c.rc.Send(name, args...); err != nil {
+	if c.w != nil {
+		c.w.command(name, args)
+	} else if err := c.rc.Send(name, args...); err != nil {
 		for _, r := range rest {
 			r.Reply(nil, err)
 		}
 		return false
+	}
+	select {
+	case c.inflight <- call:
+		if c.w != nil && c.w.full() {
+			c.flush()
+		}
+		return true
+	default:
+	}
+	// The reader is a full queue behind: it catches up only once what is
+	// encoded has gone out (redigo's buffer does that on its own every 4 KB).
+	if c.w != nil {
+		c.flush()
 	}
 	select {
 	case c.inflight <- call:

@@ -252,7 +252,7 @@ func (p *Conn) dial() (*conn, error) {
 			return nil, err
 		}
 	}
-	c := &conn{rc: rc, epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
+	c := &conn{rc: rc, w: socketWriter(rc), epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
 	c.readerDone.Add(1)
 	if !p.cfg.Spawn(c.readLoop) {
 		c.readerDone.Done()

@@ -65,20 +65,39 @@ func (c *call) wait(t *testing.T) result {
 	}
 }
 
+// newConn returns a Conn that writes to a socket of its own, as the
+// pools of redlock.NewPool and of the harness have it.
 func newConn(t *testing.T, nd *redistest.Node, o *owner) *pipeline.Conn {
 	t.Helper()
-	pool := nd.Pool()
-	p := pipeline.New(pipeline.Config{Dial: pool.GetContext, Stall: 250 * time.Millisecond, Spawn: o.spawn})
+	return newConnWith(t, pipeline.DialerOf(nd.Pool()), o)
+}
+
+func newConnWith(t *testing.T, dial func(context.Context) (redis.Conn, error), o *owner) *pipeline.Conn {
+	t.Helper()
+	p := pipeline.New(pipeline.Config{Dial: dial, Stall: 250 * time.Millisecond, Spawn: o.spawn})
 	t.Cleanup(func() { p.Close(); o.wg.Wait() })
 	return p
+}
+
+// dialModes are the two ways a Conn writes: to a socket it dialled
+// itself, and through redigo on a connection borrowed from a pool.
+func dialModes(nd *redistest.Node) map[string]func(context.Context) (redis.Conn, error) {
+	return map[string]func(context.Context) (redis.Conn, error){
+		"socket":   pipeline.DialerOf(nd.Pool()),
+		"borrowed": nd.Pool().GetContext,
+	}
 }
 
 // TestRepliesReachTheirCalls sends from many goroutines at once: every
 // call gets its own reply, and an error reply fails its call only.
 func TestRepliesReachTheirCalls(t *testing.T) {
 	c := redistest.Start(t, 1)
-	o := &owner{}
-	p := newConn(t, c.Nodes[0], o)
+	for mode, dial := range dialModes(c.Nodes[0]) {
+		t.Run(mode, func(t *testing.T) { repliesReachTheirCalls(t, newConnWith(t, dial, &owner{})) })
+	}
+}
+
+func repliesReachTheirCalls(t *testing.T, p *pipeline.Conn) {
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -162,18 +181,22 @@ func (r *resender) Reply(v any, err error) {
 // next call dials a new connection.
 func TestHungNodeFailsCallsThenRedials(t *testing.T) {
 	c := redistest.Start(t, 1)
-	o := &owner{}
-	p := newConn(t, c.Nodes[0], o)
+	for mode, dial := range dialModes(c.Nodes[0]) {
+		t.Run(mode, func(t *testing.T) { hungNodeFailsCallsThenRedials(t, c.Nodes[0], newConnWith(t, dial, &owner{})) })
+	}
+}
+
+func hungNodeFailsCallsThenRedials(t *testing.T, nd *redistest.Node, p *pipeline.Conn) {
 	warm := newCall("PING")
 	p.Send(warm)
 	warm.wait(t)
-	c.Nodes[0].Pause()
+	nd.Pause()
 	stuck := newCall("PING")
 	p.Send(stuck)
 	if r := stuck.wait(t); r.err == nil {
 		t.Fatal("a call to a hung server succeeded")
 	}
-	c.Nodes[0].Resume()
+	nd.Resume()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		again := newCall("PING")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlockplus/redlock/internal/pipeline"
 	"github.com/redlockplus/redlock/internal/redisproc"
 )
 
@@ -204,6 +205,9 @@ func (n *Node) Pool() *redis.Pool {
 				return redis.DialContext(ctx, "tcp", addr, redis.DialConnectTimeout(time.Second))
 			},
 		}
+		// As for redlock.NewPool's pools: the pipelined transport dials a
+		// socket of its own, which it writes to directly.
+		pipeline.RememberDialer(n.pool, pipeline.SocketDialer("redis://"+addr, nil))
 	}
 	return n.pool
 }

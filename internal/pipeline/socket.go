@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// ConnectTimeout bounds the dial of a socket (SocketDialer), as it bounds
+// the dials of redlock.NewPool's pools.
+const ConnectTimeout = 5 * time.Second
+
+// socketConn is a connection dialled by SocketDialer, with its socket. It
+// keeps the optional interfaces of redigo's connections, which the Conn's
+// reader and its setup use.
+type socketConn struct {
+	redigoConn
+	sock net.Conn
+}
+
+type redigoConn interface {
+	redis.ConnWithTimeout
+	redis.ConnWithContext
+}
+
+func (c socketConn) Socket() net.Conn { return c.sock }
+
+// SocketDialer returns a Dial for a node given as a redis:// URL and the
+// dial options of its pool: it dials as redis.DialURLContext does, on a
+// socket it keeps, so that the Conn writes its batches to the socket
+// itself (Socketed). It returns nil for any other scheme, such as
+// rediss://, whose bytes redigo must encrypt. When opts carry a dialler of
+// the caller's (DialNetDial, DialContextFunc), that one dials, and the
+// connection is written through redigo.
+func SocketDialer(rawURL string, opts []redis.DialOption) func(context.Context) (redis.Conn, error) {
+	if !strings.HasPrefix(rawURL, "redis://") {
+		return nil
+	}
+	return func(ctx context.Context) (redis.Conn, error) {
+		var sock net.Conn
+		keep := redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: ConnectTimeout, KeepAlive: 5 * time.Minute}
+			c, err := d.DialContext(ctx, network, addr)
+			sock = c
+			return c, err
+		})
+		c, err := redis.DialURLContext(ctx, rawURL, append([]redis.DialOption{keep}, opts...)...)
+		rc, full := c.(redigoConn)
+		if err != nil || sock == nil || !full {
+			return c, err
+		}
+		return socketConn{redigoConn: rc, sock: sock}, nil
+	}
+}
+
+// dialers remembers the socket Dial of each pool that has one, without
+// keeping the pool alive.
+var dialers sync.Map // weak.Pointer[redis.Pool] -> func(context.Context) (redis.Conn, error)
+
+// RememberDialer notes that a Conn to p's node may dial with dial instead
+// of borrowing from p; a nil dial is not noted.
+func RememberDialer(p *redis.Pool, dial func(context.Context) (redis.Conn, error)) {
+	if dial == nil {
+		return
+	}
+	key := weak.Make(p)
+	dialers.Store(key, dial)
+	runtime.AddCleanup(p, func(k weak.Pointer[redis.Pool]) { dialers.Delete(k) }, key)
+}
+
+// DialerOf returns the Dial remembered for p, or nil.
+func DialerOf(p *redis.Pool) func(context.Context) (redis.Conn, error) {
+	if d, ok := dialers.Load(weak.Make(p)); ok {
+		return d.(func(context.Context) (redis.Conn, error))
+	}
+	return nil
+}
