@@ -313,7 +313,7 @@ func (e *extender) stop() {
 func (e *extender) extend(batch []*holding) {
 	var nodeTimeout time.Duration
 	var rule voteRule
-	cmd := extendManyScript.batchCmd(judgeList(len(batch)), len(batch), 2, func(i int, args []any) any {
+	cmd := extendManyScript.batchCmd(judgeFlags(len(batch)), len(batch), 2, func(i int, args []any) any {
 		h := batch[i]
 		args[0], args[1] = h.arg, h.l.ttlArg
 		nodeTimeout = max(nodeTimeout, h.l.cfg.nodeTimeout)
@@ -339,7 +339,7 @@ func (e *extender) apply(h *holding, r round, i int) {
 	r.each(func(n *node, rep *reply) {
 		switch {
 		case rep.err != nil: // in r.errs
-		case rep.raw.([]int64)[i] == 1:
+		case flagged(rep, i):
 			yesAt[yes] = r.arrived[n.index]
 			yes++
 		default:

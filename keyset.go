@@ -275,7 +275,7 @@ func (ks keySet) extendCmd(token any) *command {
 	for _, k := range ks.locks {
 		args = append(args, token, k.ttlArg)
 	}
-	return extendManyScript.cmd(judgeAll(len(ks.locks)), ks.keys(), args...).asVote(l.vote)
+	return extendManyScript.cmd(judgeAllFlags(len(ks.locks)), ks.keys(), args...).asVote(l.vote)
 }
 
 // extend resets the TTL of every key of holding set (parts[i] for key i)

@@ -1,6 +1,7 @@
 -- extend.lua for many locks in one call, as the batched autoextension sends
--- it. KEYS are the names, ARGV the token and ttl of each in turn. Returns one
--- 1 or 0 per key. Each key is judged alone: a key of another type (a hash
+-- it. KEYS are the names, ARGV the token and ttl of each in turn. Returns a
+-- string of one character per key, "1" extended or "0" not: one bulk string
+-- costs both sides far less than an array of a thousand integers. Each key is judged alone: a key of another type (a hash
 -- named like a lock) reads as "not ours" for that lock only, so one bad key
 -- never fails the batch for the others.
 --
@@ -14,12 +15,12 @@ local out = {}
 for i, key in ipairs(KEYS) do
 	if redis.pcall("GETEX", key) == ARGV[2*i-1] then
 		redis.call("PEXPIRE", key, ARGV[2*i])
-		out[i] = 1
+		out[i] = "1"
 	else
-		out[i] = 0
+		out[i] = "0"
 	end
 end
 if #KEYS > 0 then
 	redis.call("EXISTS", unpack(KEYS))
 end
-return out
+return table.concat(out)
