@@ -1,0 +1,33 @@
+package redlock
+
+import (
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pipeline"
+)
+
+// TestNewPoolGivesThePipelineASocket: a redis:// pool of NewPool lets the
+// pipelined transport dial a socket of its own; a TLS pool and a pool of
+// the caller's lend their connections.
+func TestNewPoolGivesThePipelineASocket(t *testing.T) {
+	plain, err := NewPool("redis://127.0.0.1:6379")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pipeline.DialerOf(plain) == nil {
+		t.Fatal("NewPool(redis://) remembered no socket dialler")
+	}
+	tls, err := NewPool("rediss://127.0.0.1:6379")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pipeline.DialerOf(tls) != nil {
+		t.Fatal("NewPool(rediss://) remembered a socket dialler")
+	}
+	own := &redis.Pool{}
+	if pipeline.DialerOf(own) != nil {
+		t.Fatal("a pool of the caller's has a socket dialler")
+	}
+}
