@@ -1,6 +1,9 @@
 package redlock
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // command is what a round sends to every node, with the reading of its
 // reply. Scripts are built by script.cmd and plain commands by plainCmd,
@@ -39,9 +42,9 @@ func (s *script) cmd(judge func(v any) reply, keys []any, args ...any) *command 
 // batchCmd builds a command of script s over n keys, each with per
 // arguments of its own: key(i, args) returns key i and writes its
 // arguments into args. A batch of many locks is built in one slice,
-// without the copies cmd makes.
-func (s *script) batchCmd(judge func(v any) reply, n, per int, key func(i int, args []any) any) *command {
-	all := make([]any, 2+n+per*n)
+// without the copies cmd makes: in buf's array when it is large enough.
+func (s *script) batchCmd(buf []any, judge func(v any) reply, n, per int, key func(i int, args []any) any) *command {
+	all := slices.Grow(buf[:0], 2+n+per*n)[:2+n+per*n]
 	all[0], all[1] = s.hashArg, n
 	for i := range n {
 		all[2+i] = key(i, all[2+n+per*i:2+n+per*(i+1)])

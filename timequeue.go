@@ -89,13 +89,13 @@ func (q *timeQueue) first() *[]*holding {
 	return nil
 }
 
-// popDue takes out and returns, bucket by bucket from the earliest, the
-// holdings that due says are due, up to the first bucket that keeps one
+// popDue takes out and appends to dst, bucket by bucket from the earliest,
+// the holdings that due says are due, up to the first bucket that keeps one
 // that is not; kept, when not nil, is called for each holding kept there.
 // The holdings after that bucket are later ones, which the callers leave
 // for a later look.
-func (q *timeQueue) popDue(due func(h *holding) bool, kept func(h *holding)) []*holding {
-	var out []*holding
+func (q *timeQueue) popDue(dst []*holding, due func(h *holding) bool, kept func(h *holding)) []*holding {
+	out := dst
 	for b := q.first(); b != nil; b = q.first() {
 		left := false
 		for i := 0; i < len(*b); {

@@ -37,7 +37,7 @@ func TestTimeQueue(t *testing.T) {
 	// before the cutoff's, stops in that bucket, and takes nothing later.
 	cutoff := time.Second + queueSlot/2
 	var kept int
-	for _, h := range q.popDue(func(h *holding) bool { return h.at <= cutoff }, func(*holding) { kept++ }) {
+	for _, h := range q.popDue(nil, func(h *holding) bool { return h.at <= cutoff }, func(*holding) { kept++ }) {
 		if h.at > cutoff || q.queued(h) {
 			t.Fatalf("popDue took a holding at %v (queued %v), cutoff %v", h.at, q.queued(h), cutoff)
 		}
