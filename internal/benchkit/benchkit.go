@@ -320,6 +320,13 @@ type KeepResult struct {
 	// Commands); ProcessedPerSec is Processed per second of hold.
 	Processed       int64   `json:"processed"`
 	ProcessedPerSec float64 `json:"processed_per_sec"`
+	// AllocBytesPerSec is what this process allocated per second of hold
+	// (runtime/metrics /gc/heap/allocs:bytes), and GCCycles the garbage
+	// collections that ran in the hold: with a large live heap each costs
+	// a marking of every held lock, and the allocation rate sets how
+	// often one comes.
+	AllocBytesPerSec float64 `json:"alloc_bytes_per_sec"`
+	GCCycles         int64   `json:"gc_cycles"`
 }
 
 // DetectResult is what a Detect workload measured.

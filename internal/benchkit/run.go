@@ -243,15 +243,17 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 		}
 	}
 
-	cpu0 := cpuSeconds()
+	cpu0, gc0 := cpuSeconds(), readGC()
 	srv0 := readServerStats(ctx, w.Nodes)
 	holdStart := time.Now()
 	sleepCtx(ctx, w.Duration/2)
 	kr.Goroutines = runtime.NumGoroutine()
 	sleepCtx(ctx, w.Duration-time.Since(holdStart))
 	kr.Hold = time.Since(holdStart)
-	cpu1 := cpuSeconds()
+	cpu1, gc1 := cpuSeconds(), readGC()
 	srv1 := readServerStats(ctx, w.Nodes)
+	kr.AllocBytesPerSec = float64(gc1.allocs-gc0.allocs) / kr.Hold.Seconds()
+	kr.GCCycles = int64(gc1.cycles - gc0.cycles)
 	kr.CPUSeconds = cpu1 - cpu0
 	kr.ServerCPUSeconds = srv1.cpu - srv0.cpu
 	kr.Commands = srv1.calls - srv0.calls
@@ -328,6 +330,22 @@ func settledHeap() int64 {
 		h = next
 	}
 	return h
+}
+
+// gcStats is what the runtime has allocated and collected so far.
+type gcStats struct{ allocs, cycles uint64 }
+
+func readGC() gcStats {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	var g gcStats
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		g.allocs = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		g.cycles = s[1].Value.Uint64()
+	}
+	return g
 }
 
 // liveHeap runs a garbage collection and returns the heap that survived
