@@ -1,5 +1,7 @@
 package redlock
 
+import "strconv"
+
 // lockShape is what the locks of one resolved configuration share: the
 // options, the quorum call over the factory's nodes, and the command
 // arguments derived from them, boxed once. A factory keeps one per
@@ -11,7 +13,7 @@ package redlock
 type lockShape struct {
 	cfg            config
 	fan            fanout
-	ttlArg         any       // the TTL in ms
+	ttlArg         any       // the TTL in ms, in decimal: formatted once, not at every write
 	fenceWindowArg any       // w of the fenced acquire, in µs; nil when not fenced (fence.go)
 	vote           *voteRule // the node guard's rule for its votes; nil: off (guard.go)
 }
@@ -48,7 +50,7 @@ func (f *Factory) shapeOf(cfg config, obs *observer, shared bool) *lockShape {
 }
 
 func (f *Factory) newShape(cfg config, obs *observer) *lockShape {
-	s := &lockShape{cfg: cfg, ttlArg: cfg.ttlMs()}
+	s := &lockShape{cfg: cfg, ttlArg: strconv.FormatInt(cfg.ttlMs(), 10)}
 	s.fan = f.fan(cfg.quorum, cfg.nodeTimeout, obs)
 	s.vote = newVoteRule(&cfg, s.fan.fifo)
 	if cfg.fencing {
