@@ -5,12 +5,9 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -63,8 +60,7 @@ func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
 			return redis.DialURLContext(ctx, rawURL, dialOpts...)
 		},
 	}
-	rememberAddr(p, addr)
-	pipeline.RememberDialer(p, pipeline.SocketDialer(rawURL, opts))
+	pipeline.RememberPool(p, pipeline.PoolFacts{Addr: addr, Dial: pipeline.SocketDialer(rawURL, opts)})
 	return p, nil
 }
 
@@ -73,7 +69,7 @@ func NewPool(rawURL string, opts ...redis.DialOption) (*redis.Pool, error) {
 // else with a connection borrowed from p for as long as it works.
 func pipelineDial(p Pool) func(context.Context) (redis.Conn, error) {
 	if rp, ok := p.(*redis.Pool); ok {
-		if dial := pipeline.DialerOf(rp); dial != nil {
+		if dial := pipeline.FactsOf(rp).Dial; dial != nil {
 			return dial
 		}
 	}
@@ -142,24 +138,14 @@ func parseNodeURL(rawURL string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// poolAddrs remembers the address of each pool made by NewPool without
-// keeping the pool alive.
-var poolAddrs sync.Map // weak.Pointer[redis.Pool] -> string
-
-func rememberAddr(p *redis.Pool, addr string) {
-	key := weak.Make(p)
-	poolAddrs.Store(key, addr)
-	runtime.AddCleanup(p, func(k weak.Pointer[redis.Pool]) { poolAddrs.Delete(k) }, key)
-}
-
 // nodeAddr names a pool's node for messages.
 func nodeAddr(p Pool) string {
 	if a, ok := p.(Addresser); ok {
 		return a.Addr()
 	}
 	if rp, ok := p.(*redis.Pool); ok {
-		if a, ok := poolAddrs.Load(weak.Make(rp)); ok {
-			return a.(string)
+		if a := pipeline.FactsOf(rp).Addr; a != "" {
+			return a // NewPool noted it
 		}
 	}
 	return "unknown address"

@@ -16,18 +16,18 @@ func TestNewPoolGivesThePipelineASocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pipeline.DialerOf(plain) == nil {
+	if pipeline.FactsOf(plain).Dial == nil {
 		t.Fatal("NewPool(redis://) remembered no socket dialler")
 	}
 	tls, err := NewPool("rediss://127.0.0.1:6379")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pipeline.DialerOf(tls) != nil {
+	if pipeline.FactsOf(tls).Dial != nil {
 		t.Fatal("NewPool(rediss://) remembered a socket dialler")
 	}
 	own := &redis.Pool{}
-	if pipeline.DialerOf(own) != nil {
+	if pipeline.FactsOf(own).Dial != nil {
 		t.Fatal("a pool of the caller's has a socket dialler")
 	}
 }

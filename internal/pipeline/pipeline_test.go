@@ -69,7 +69,7 @@ func (c *call) wait(t *testing.T) result {
 // pools of redlock.NewPool and of the harness have it.
 func newConn(t *testing.T, nd *redistest.Node, o *owner) *pipeline.Conn {
 	t.Helper()
-	return newConnWith(t, pipeline.DialerOf(nd.Pool()), o)
+	return newConnWith(t, pipeline.FactsOf(nd.Pool()).Dial, o)
 }
 
 func newConnWith(t *testing.T, dial func(context.Context) (redis.Conn, error), o *owner) *pipeline.Conn {
@@ -83,7 +83,7 @@ func newConnWith(t *testing.T, dial func(context.Context) (redis.Conn, error), o
 // itself, and through redigo on a connection borrowed from a pool.
 func dialModes(nd *redistest.Node) map[string]func(context.Context) (redis.Conn, error) {
 	return map[string]func(context.Context) (redis.Conn, error){
-		"socket":   pipeline.DialerOf(nd.Pool()),
+		"socket":   pipeline.FactsOf(nd.Pool()).Dial,
 		"borrowed": nd.Pool().GetContext,
 	}
 }

@@ -59,25 +59,29 @@ func SocketDialer(rawURL string, opts []redis.DialOption) func(context.Context) 
 	}
 }
 
-// dialers remembers the socket Dial of each pool that has one, without
-// keeping the pool alive.
-var dialers sync.Map // weak.Pointer[redis.Pool] -> func(context.Context) (redis.Conn, error)
-
-// RememberDialer notes that a Conn to p's node may dial with dial instead
-// of borrowing from p; a nil dial is not noted.
-func RememberDialer(p *redis.Pool, dial func(context.Context) (redis.Conn, error)) {
-	if dial == nil {
-		return
-	}
-	key := weak.Make(p)
-	dialers.Store(key, dial)
-	runtime.AddCleanup(p, func(k weak.Pointer[redis.Pool]) { dialers.Delete(k) }, key)
+// PoolFacts is what the maker of a redigo pool noted about it, for those
+// that reach its node: the node's address, for messages ("" when not
+// known), and the Dial of a socket of the Conn's own (SocketDialer; nil:
+// the Conn borrows from the pool).
+type PoolFacts struct {
+	Addr string
+	Dial func(context.Context) (redis.Conn, error)
 }
 
-// DialerOf returns the Dial remembered for p, or nil.
-func DialerOf(p *redis.Pool) func(context.Context) (redis.Conn, error) {
-	if d, ok := dialers.Load(weak.Make(p)); ok {
-		return d.(func(context.Context) (redis.Conn, error))
-	}
-	return nil
+// pools remembers the facts of each pool noted, without keeping the pool
+// alive.
+var pools sync.Map // weak.Pointer[redis.Pool] -> PoolFacts
+
+// RememberPool notes the facts of p.
+func RememberPool(p *redis.Pool, f PoolFacts) {
+	key := weak.Make(p)
+	pools.Store(key, f)
+	runtime.AddCleanup(p, func(k weak.Pointer[redis.Pool]) { pools.Delete(k) }, key)
+}
+
+// FactsOf returns what was noted of p; the zero PoolFacts when nothing was.
+func FactsOf(p *redis.Pool) PoolFacts {
+	f, _ := pools.Load(weak.Make(p))
+	facts, _ := f.(PoolFacts)
+	return facts
 }

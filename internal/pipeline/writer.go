@@ -15,8 +15,7 @@ import (
 // redigo's 4 KB buffer, which writes a large batch (a thousand extensions
 // are about 80 KB) in twenty system calls, each of which, on loopback,
 // also runs the server's side of the delivery. Replies are still read by
-// redigo. Socket returns nil when the connection cannot be written to
-// directly.
+// redigo.
 type Socketed interface {
 	redis.Conn
 	Socket() net.Conn
@@ -37,9 +36,7 @@ type writer struct {
 // directly, else nil.
 func socketWriter(rc redis.Conn) *writer {
 	if s, ok := rc.(Socketed); ok {
-		if sock := s.Socket(); sock != nil {
-			return &writer{sock: sock}
-		}
+		return &writer{sock: s.Socket()}
 	}
 	return nil
 }

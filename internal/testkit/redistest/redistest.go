@@ -207,7 +207,7 @@ func (n *Node) Pool() *redis.Pool {
 		}
 		// As for redlock.NewPool's pools: the pipelined transport dials a
 		// socket of its own, which it writes to directly.
-		pipeline.RememberDialer(n.pool, pipeline.SocketDialer("redis://"+addr, nil))
+		pipeline.RememberPool(n.pool, pipeline.PoolFacts{Dial: pipeline.SocketDialer("redis://"+addr, nil)})
 	}
 	return n.pool
 }
