@@ -101,7 +101,7 @@ func (n *node) health(ctx context.Context, timeout time.Duration) NodeHealth {
 		h.Err = clock.err
 		return h
 	}
-	ev, err := timeEvidence(clock.raw, nil)
+	ev, err := timeEvidence(clock.raw)
 	if err != nil {
 		h.Err = n.wrap(err)
 		return h

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlockplus/redlock/internal/pipeline"
 )
 
 // node is one Redis node of a quorum: its place in the list, its address
@@ -79,7 +81,10 @@ func (n *node) judgeVote(c *call, inner any, ev evidence) reply {
 	if !rep.ok {
 		return rep
 	}
-	ev.sent, ev.got = c.sent, time.Now().UnixMicro()
+	ev.sent = c.sent
+	if ev.got == 0 { // a TIME behind the vote notes when it came
+		ev.got = time.Now().UnixMicro()
+	}
 	if why := n.guard.refuse(c.cmd.vote, ev); why != nil {
 		return reply{err: n.wrap(why)}
 	}
@@ -109,37 +114,13 @@ func splitEvidence(v any) (any, evidence, error) {
 	return vals[0], evidence{clock: clock, lastsave: lastsave}, nil
 }
 
-// timeEvidence reads the reply to the TIME paired with a pipelined SET.
-func timeEvidence(v any, err error) (evidence, error) {
+// timeEvidence reads a reply to TIME.
+func timeEvidence(v any) (evidence, error) {
+	t, err := pipeline.ParseTime(v)
 	if err != nil {
-		return evidence{}, fmt.Errorf("TIME after the vote: %w", err)
+		return evidence{}, err
 	}
-	t, _ := v.([]any)
-	if len(t) == 2 {
-		sec, ok1 := decimal(t[0])
-		us, ok2 := decimal(t[1])
-		if ok1 && ok2 {
-			return evidence{clock: sec*1e6 + us, lastsave: -1}, nil
-		}
-	}
-	return evidence{}, fmt.Errorf("TIME after the vote replied %v", v)
-}
-
-// decimal reads a bulk string of digits without allocating, as TIME's
-// replies are read on every batch of votes.
-func decimal(v any) (int64, bool) {
-	b, ok := v.([]byte)
-	if !ok || len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
+	return evidence{clock: t, lastsave: -1}, nil
 }
 
 // do runs one command on the node and waits for its reply, at most wait.

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,7 +107,7 @@ func (c *call) Hold(v any, err error) { c.held, c.heldErr = v, err }
 // the command. The command's own error reply comes first (NOSCRIPT sends
 // it again as EVAL); then too few replicas fail it; then the clock is the
 // vote's evidence.
-func (c *call) ReplyTrailers(wait, clock any, err error) {
+func (c *call) ReplyTrailers(wait any, clock pipeline.Clock, err error) {
 	v, verr := c.held, c.heldErr
 	if err != nil {
 		c.deliver(reply{err: c.n.wrap(err)})
@@ -127,16 +128,11 @@ func (c *call) ReplyTrailers(wait, clock any, err error) {
 		c.Reply(v, nil)
 		return
 	}
-	terr, _ := clock.(error)
-	if terr != nil {
-		clock = nil
-	}
-	ev, err := timeEvidence(clock, terr)
-	if err != nil {
-		c.deliver(reply{err: c.n.wrap(err)})
+	if clock.Err != nil {
+		c.deliver(reply{err: c.n.wrap(fmt.Errorf("TIME after the vote: %w", clock.Err))})
 		return
 	}
-	c.deliver(c.n.judgeVote(c, v, ev))
+	c.deliver(c.n.judgeVote(c, v, evidence{clock: clock.Node, got: clock.Read, lastsave: -1}))
 }
 
 // deliver writes the reply to the call's slot and announces it; a failed

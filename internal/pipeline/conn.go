@@ -12,6 +12,7 @@ import (
 type conn struct {
 	rc    redis.Conn
 	w     *writer // nil: commands go through redigo's Send and Flush
+	rd    *reader // nil: replies come through redigo's Receive
 	epoch uint64  // Config.Epoch when dialled
 	wait  []any   // Config.Wait
 	// waitGate holds a token while a WAIT is written and unanswered: the
@@ -138,10 +139,17 @@ func (c *conn) readLoop() {
 	var held []Trailed // calls whose reply waits for the batch's trailers
 	var waited any     // the batch's WAIT reply, until its TIME's
 	for call := range c.inflight {
-		v, err := redis.ReceiveWithTimeout(c.rc, c.stall)
+		var v any
+		var clock Clock
+		var err error
+		if _, ok := call.(clockMark); ok {
+			clock, err = c.receiveClock()
+		} else {
+			v, err = c.receive()
+		}
 		if !answered(err) {
 			for _, p := range held {
-				p.ReplyTrailers(nil, nil, err)
+				p.ReplyTrailers(nil, Clock{}, err)
 			}
 			c.fail(call, err)
 			return
@@ -156,12 +164,9 @@ func (c *conn) readLoop() {
 				waited = v
 				continue
 			}
-			held = deliver(held, v, nil)
+			held = deliver(held, v, Clock{})
 		case clockMark:
-			if err != nil {
-				v = err
-			}
-			held = deliver(held, waited, v)
+			held = deliver(held, waited, clock)
 			waited = nil
 		case Trailed:
 			if w, t := p.Trailers(); t || w && c.wait != nil {
@@ -175,8 +180,48 @@ func (c *conn) readLoop() {
 		}
 	}
 	for _, p := range held { // the writer never leaves a batch without its trailers
-		p.ReplyTrailers(nil, nil, ErrClosed)
+		p.ReplyTrailers(nil, Clock{}, ErrClosed)
 	}
+}
+
+// receive reads the next reply, waiting at most the stall time for it. A
+// connection error closes the connection, so that writers see it fail.
+func (c *conn) receive() (any, error) {
+	if c.rd == nil {
+		return redis.ReceiveWithTimeout(c.rc, c.stall) // closes on failure
+	}
+	v, err := c.rd.receive()
+	if !answered(err) {
+		c.rc.Close()
+	}
+	return v, err
+}
+
+// receiveClock reads the reply to a TIME behind a batch, and notes when
+// it came. An error reply, or a reply that is not a time, is the Clock's
+// Err; the error returned is the connection's.
+func (c *conn) receiveClock() (Clock, error) {
+	var us int64
+	var err error
+	if c.rd != nil {
+		us, err = c.rd.clock() // no allocation: a batch of votes reads one
+		if !answered(err) {
+			c.rc.Close()
+		}
+	} else {
+		var v any
+		v, err = redis.ReceiveWithTimeout(c.rc, c.stall)
+		if err == nil {
+			us, err = ParseTime(v)
+		}
+	}
+	if !answered(err) {
+		return Clock{}, err
+	}
+	if err != nil {
+		return Clock{Err: err}, nil
+	}
+	return Clock{Node: us, Read: time.Now().UnixMicro()}, nil
 }
 
 // waitBusy reports whether a WAIT is written and unanswered, so that a
@@ -193,7 +238,7 @@ func (c *conn) openGate() {
 
 // deliver ends the held calls with the trailers' replies (an error reply
 // in place of one) and returns held emptied.
-func deliver(held []Trailed, wait, clock any) []Trailed {
+func deliver(held []Trailed, wait any, clock Clock) []Trailed {
 	for i, h := range held {
 		h.ReplyTrailers(wait, clock, nil)
 		held[i] = nil

@@ -10,8 +10,9 @@
 // there is no usable connection, a goroutine dials one, so that a caller
 // never blocks on a dial. A connection dialled on a plain socket of its own
 // (SocketDialer, Socketed) gets each batch encoded here and written in one
-// system call; any other is written through redigo's Send and Flush. Replies
-// are read by redigo either way. A reply overdue by the stall time (a hung node)
+// system call, and its replies parsed here off the socket; any other is
+// written through redigo's Send and Flush and read with its Receive. A
+// reply overdue by the stall time (a hung node)
 // drops the connection and fails the calls in flight; the next call dials
 // again.
 //

@@ -44,7 +44,16 @@ type Trailed interface {
 	Call
 	Trailers() (wait, clock bool)
 	Hold(v any, err error)
-	ReplyTrailers(wait, clock any, err error)
+	ReplyTrailers(wait any, clock Clock, err error)
+}
+
+// Clock is the reply to the TIME behind a batch of Trailed calls: the
+// node's clock and this machine's when the reply was read, both in µs
+// since the Unix epoch; or Err, the TIME's error reply or why its reply is
+// not a time. It is the zero Clock when no call of the batch wanted it.
+type Clock struct {
+	Node, Read int64
+	Err        error
 }
 
 // Config says how a Conn reaches its node.
@@ -252,7 +261,8 @@ func (p *Conn) dial() (*conn, error) {
 			return nil, err
 		}
 	}
-	c := &conn{rc: rc, w: socketWriter(rc), epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
+	w, rd := socketIO(rc, p.cfg.Stall)
+	c := &conn{rc: rc, w: w, rd: rd, epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
 	c.readerDone.Add(1)
 	if !p.cfg.Spawn(c.readLoop) {
 		c.readerDone.Done()

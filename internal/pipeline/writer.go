@@ -5,17 +5,18 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
 
 // Socketed is a connection that Dial opened on a plain socket (no TLS, no
 // wrapper of the caller's between it and the server) and lets the Conn
-// write to: its batches then go out in one write each instead of through
+// use it: its batches then go out in one write each instead of through
 // redigo's 4 KB buffer, which writes a large batch (a thousand extensions
 // are about 80 KB) in twenty system calls, each of which, on loopback,
-// also runs the server's side of the delivery. Replies are still read by
-// redigo.
+// also runs the server's side of the delivery. Its replies are read off
+// the socket too (reader.go).
 type Socketed interface {
 	redis.Conn
 	Socket() net.Conn
@@ -32,13 +33,13 @@ type writer struct {
 	buf  []byte
 }
 
-// socketWriter returns the writer for a connection that can be written to
-// directly, else nil.
-func socketWriter(rc redis.Conn) *writer {
+// socketIO returns the writer and reader of a connection whose socket
+// can be used directly, else nils.
+func socketIO(rc redis.Conn, stall time.Duration) (*writer, *reader) {
 	if s, ok := rc.(Socketed); ok {
-		return &writer{sock: s.Socket()}
+		return &writer{sock: s.Socket()}, newReader(s.Socket(), stall)
 	}
-	return nil
+	return nil, nil
 }
 
 // command appends one command.
