@@ -54,6 +54,7 @@ type extender struct {
 	// more.
 	taken []*holding
 	args  []any
+	wire  []byte // the RESP of the last batch that every node answered
 }
 
 func newExtender(g *nodeGroup) *extender {
@@ -165,12 +166,13 @@ func (e *extender) schedule(h *holding, timeout time.Duration) {
 }
 
 func (e *extender) scheduleLocked(h *holding, timeout time.Duration) {
+	now := monotonic()
 	h.until = 0
 	if timeout > 0 {
-		h.until = monotonic() + timeout
+		h.until = now + timeout
 	}
 	e.queue.remove(h) // its time changes
-	h.plan(h.remaining() * 3 / 4)
+	h.plan(now, h.remainingAt(now)*3/4)
 	e.queue.put(h)
 	if !h.extending {
 		h.extending = true
@@ -225,9 +227,9 @@ func (e *extender) wake() {
 	}
 }
 
-// plan sets the next extension to wait from now.
-func (h *holding) plan(wait time.Duration) {
-	h.at = monotonic() + wait
+// plan sets the next extension to wait from now (monotonic()).
+func (h *holding) plan(now, wait time.Duration) {
+	h.at = now + wait
 	h.slack = wait / 8
 }
 
@@ -334,21 +336,23 @@ func (e *extender) extend(batch []*holding) {
 	if batch[0].l.vote != nil { // the guard's options are the factory's: on for all or none
 		cmd.asVote(&rule)
 	}
+	cmd.encodeOnce(e.wire)
 	r := fan.run(context.Background(), cmd, true)
+	now := onMonotonic(r.decided) // the batch's next extensions count from its end: one clock reading for all
 	for i, h := range batch {
-		e.apply(h, r, i)
+		e.apply(h, r, i, now)
 	}
-	e.args = nil
-	if r.late == 0 { // every call delivered: none reads the arguments now
+	e.args, e.wire = nil, nil
+	if r.late == 0 { // every call delivered: none reads the arguments or their RESP now
 		clear(cmd.args)
-		e.args = cmd.args[:0]
+		e.args, e.wire = cmd.args[:0], cmd.enc.buf[:0]
 	}
 	r.free()
 }
 
 // apply reads lock i's outcome from a batch round: extended when a quorum
 // said yes in time, lost when a quorum said no, else retried soon.
-func (e *extender) apply(h *holding, r round, i int) {
+func (e *extender) apply(h *holding, r round, i int, now time.Duration) {
 	l := h.l
 	var yes, no int
 	var yesAt [maxNodes]time.Duration
@@ -368,7 +372,7 @@ func (e *extender) apply(h *holding, r round, i int) {
 		validity := l.cfg.validityAt(r.start, r.start.Add(yesAt[l.cfg.quorum-1]))
 		if validity > 0 && h.extendTo(l.cfg.validUntil(r.start)) == nil {
 			l.obs.extended(l.name, true, nil)
-			e.reschedule(h, validity*3/4)
+			e.reschedule(h, now, validity*3/4)
 			return
 		}
 	}
@@ -383,16 +387,17 @@ func (e *extender) apply(h *holding, r round, i int) {
 		return
 	}
 	l.obs.extended(l.name, true, err) // retried while the validity lasts
-	e.reschedule(h, max(h.remaining()/4, minExtendRetry))
+	e.reschedule(h, now, max(h.remainingAt(now)/4, minExtendRetry))
 }
 
-// reschedule plans h's next extension unless it was unscheduled meanwhile.
-func (e *extender) reschedule(h *holding, wait time.Duration) {
+// reschedule plans h's next extension, wait from now, unless it was
+// unscheduled meanwhile.
+func (e *extender) reschedule(h *holding, now, wait time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if h.extending {
 		e.queue.remove(h) // queued again by a StartAutoextend while in flight
-		h.plan(wait)
+		h.plan(now, wait)
 		e.queue.put(h)
 	}
 }

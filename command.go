@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,24 @@ type command struct {
 	// unacked marks a write that WithReplicaAck need not wait for: the
 	// cleaner's deletes.
 	unacked bool
+	// enc, when set, holds the command in RESP, encoded by the first
+	// connection that writes it to its socket and copied by the others
+	// (call.Wire): a batch of a thousand extensions is the same bytes for
+	// every node.
+	enc *encoding
+}
+
+// encoding is a command's RESP, made once.
+type encoding struct {
+	once sync.Once
+	buf  []byte
+}
+
+// encodeOnce makes cmd's connections share one encoding of it, appended
+// to buf.
+func (cmd *command) encodeOnce(buf []byte) *command {
+	cmd.enc = &encoding{buf: buf[:0]}
+	return cmd
 }
 
 // cmd builds a command of script s over keys with args.

@@ -33,6 +33,11 @@ type timeQueue struct {
 	// released alone, whose holding has a bucket of its own in each
 	// queue, allocates none.
 	free []*[]*holding
+	// lastSlot and last are the bucket looked up last: the holdings of
+	// one extension batch leave one bucket and enter another together,
+	// so most lookups are of the bucket before, without the map.
+	lastSlot int64
+	last     *[]*holding
 }
 
 // maxFreeBuckets bounds the dropped buckets kept for reuse. The expiry
@@ -51,10 +56,22 @@ func newTimeQueue(key func(*holding) time.Duration, pos func(*holding) *int32) t
 // queued reports whether h is in the queue.
 func (q *timeQueue) queued(h *holding) bool { return *q.pos(h) != 0 }
 
+// bucket returns bucket s, nil when there is none.
+func (q *timeQueue) bucket(s int64) *[]*holding {
+	if q.last != nil && q.lastSlot == s {
+		return q.last
+	}
+	b := q.buckets[s]
+	if b != nil {
+		q.lastSlot, q.last = s, b
+	}
+	return b
+}
+
 // put adds h, which must not be queued, by its time.
 func (q *timeQueue) put(h *holding) {
 	s := int64(q.key(h) / queueSlot)
-	b := q.buckets[s]
+	b := q.bucket(s)
 	if b == nil {
 		if n := len(q.free); n > 0 {
 			b = q.free[n-1]
@@ -73,7 +90,7 @@ func (q *timeQueue) remove(h *holding) {
 	if !q.queued(h) {
 		return
 	}
-	removePlaced(q.buckets[int64(q.key(h)/queueSlot)], h, q.pos)
+	removePlaced(q.bucket(int64(q.key(h)/queueSlot)), h, q.pos)
 }
 
 // first returns the holdings of the earliest bucket that has any, nil
@@ -87,6 +104,9 @@ func (q *timeQueue) first() *[]*holding {
 			return b
 		}
 		delete(q.buckets, s)
+		if q.last == b {
+			q.last = nil
+		}
 		if len(q.free) < maxFreeBuckets {
 			q.free = append(q.free, b)
 		}

@@ -87,16 +87,33 @@ func (c *call) Reply(v any, err error) {
 		c.n.tr.(*pipeTransport).conn.Enqueue(c)
 		return
 	}
-	rep := c.n.judge(c, v, err)
+	c.settle(c.n.judge(c, v, err))
+}
+
+// settle delivers the judged reply, marked when the node had lost the
+// script (it ran as EVAL).
+func (c *call) settle(rep reply) {
 	rep.reloaded = c.name == "EVAL"
 	c.deliver(rep)
 }
 
+// Wire implements pipeline.Encoded: the command's RESP, when it is
+// encoded once for every node (command.enc) and written as built (not as
+// EVAL after NOSCRIPT, nor tagged for a cluster node).
+func (c *call) Wire() []byte {
+	enc := c.cmd.enc
+	if enc == nil || c.name != "EVALSHA" || c.n.cluster != nil {
+		return nil
+	}
+	enc.once.Do(func() { enc.buf = pipeline.AppendCommand(enc.buf, c.name, c.args) })
+	return enc.buf
+}
+
 // Trailers implements pipeline.Trailed: a write under WithReplicaAck
-// wants WAIT behind it, and a plain SET that is a vote under the node
-// guard wants the node's TIME (guard.go).
+// wants WAIT behind it, and a vote under the node guard wants the node's
+// TIME (guard.go).
 func (c *call) Trailers() (wait, clock bool) {
-	return c.n.ack != nil && c.cmd.writes(), c.cmd.vote != nil && c.cmd.script == nil
+	return c.n.ack != nil && c.cmd.writes(), c.cmd.vote != nil
 }
 
 // Hold implements pipeline.Trailed: the command's own reply, kept until
@@ -132,7 +149,7 @@ func (c *call) ReplyTrailers(wait any, clock pipeline.Clock, err error) {
 		c.deliver(reply{err: c.n.wrap(fmt.Errorf("TIME after the vote: %w", clock.Err))})
 		return
 	}
-	c.deliver(c.n.judgeVote(c, v, evidence{clock: clock.Node, got: clock.Read, lastsave: -1}))
+	c.settle(c.n.judgeVote(c, v, evidence{clock: clock.Node, got: clock.Read, lastsave: -1}))
 }
 
 // deliver writes the reply to the call's slot and announces it; a failed

@@ -100,7 +100,7 @@ func (c *conn) flush() {
 func (c *conn) send(call Call, rest []Call) bool {
 	name, args := call.Command()
 	if c.w != nil {
-		c.w.command(name, args)
+		c.w.encode(call, name, args)
 	} else if err := c.rc.Send(name, args...); err != nil {
 		for _, r := range rest {
 			r.Reply(nil, err)

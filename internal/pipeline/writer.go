@@ -30,7 +30,39 @@ const maxBuffered = 512 << 10
 // that is written to the socket at once.
 type writer struct {
 	sock io.Writer
-	buf  []byte
+	encoder
+}
+
+// encoder appends commands to buf in RESP.
+type encoder struct{ buf []byte }
+
+// AppendCommand appends the command in RESP, as the Conn writes it, to dst:
+// for a command written to several connections (a round's, to every
+// node), encoded once (Encoded).
+func AppendCommand(dst []byte, name string, args []any) []byte {
+	e := encoder{buf: dst}
+	e.command(name, args)
+	return e.buf
+}
+
+// Encoded is a Call that may bring its command already in RESP
+// (AppendCommand): a Conn that writes to its socket copies those bytes
+// rather than encoding the arguments. Wire returns nil when it has none;
+// else bytes that Command's name and arguments encode to.
+type Encoded interface {
+	Call
+	Wire() []byte
+}
+
+// encode appends call's command: its wire form, when it has one.
+func (w *writer) encode(call Call, name string, args []any) {
+	if e, ok := call.(Encoded); ok {
+		if wire := e.Wire(); wire != nil {
+			w.buf = append(w.buf, wire...)
+			return
+		}
+	}
+	w.command(name, args)
 }
 
 // socketIO returns the writer and reader of a connection whose socket
@@ -43,65 +75,65 @@ func socketIO(rc redis.Conn, stall time.Duration) (*writer, *reader) {
 }
 
 // command appends one command.
-func (w *writer) command(name string, args []any) {
-	w.buf = append(w.buf, '*')
-	w.buf = strconv.AppendInt(w.buf, int64(1+len(args)), 10)
-	w.buf = append(w.buf, '\r', '\n')
-	w.bulk(name)
+func (e *encoder) command(name string, args []any) {
+	e.buf = append(e.buf, '*')
+	e.buf = strconv.AppendInt(e.buf, int64(1+len(args)), 10)
+	e.buf = append(e.buf, '\r', '\n')
+	e.bulk(name)
 	for _, a := range args {
-		w.arg(a, true)
+		e.arg(a, true)
 	}
 }
 
 // arg appends one argument in redigo's forms: strings and byte slices as
 // they are, numbers and bools in decimal, nil as empty, a redis.Argument
 // by its RedisArg, anything else as fmt prints it.
-func (w *writer) arg(a any, argumentOK bool) {
+func (e *encoder) arg(a any, argumentOK bool) {
 	var num [32]byte
 	switch a := a.(type) {
 	case string:
-		w.bulk(a)
+		e.bulk(a)
 	case []byte:
-		w.bulkBytes(a)
+		e.bulkBytes(a)
 	case int:
-		w.bulkBytes(strconv.AppendInt(num[:0], int64(a), 10))
+		e.bulkBytes(strconv.AppendInt(num[:0], int64(a), 10))
 	case int64:
-		w.bulkBytes(strconv.AppendInt(num[:0], a, 10))
+		e.bulkBytes(strconv.AppendInt(num[:0], a, 10))
 	case float64:
-		w.bulkBytes(strconv.AppendFloat(num[:0], a, 'g', -1, 64))
+		e.bulkBytes(strconv.AppendFloat(num[:0], a, 'g', -1, 64))
 	case bool:
 		if a {
-			w.bulk("1")
+			e.bulk("1")
 		} else {
-			w.bulk("0")
+			e.bulk("0")
 		}
 	case nil:
-		w.bulk("")
+		e.bulk("")
 	case redis.Argument:
 		if argumentOK {
-			w.arg(a.RedisArg(), false)
+			e.arg(a.RedisArg(), false)
 			return
 		}
-		w.bulkBytes(fmt.Append(nil, a))
+		e.bulkBytes(fmt.Append(nil, a))
 	default:
-		w.bulkBytes(fmt.Append(nil, a))
+		e.bulkBytes(fmt.Append(nil, a))
 	}
 }
 
-func (w *writer) bulk(s string) {
-	w.header(len(s))
-	w.buf = append(append(w.buf, s...), '\r', '\n')
+func (e *encoder) bulk(s string) {
+	e.header(len(s))
+	e.buf = append(append(e.buf, s...), '\r', '\n')
 }
 
-func (w *writer) bulkBytes(b []byte) {
-	w.header(len(b))
-	w.buf = append(append(w.buf, b...), '\r', '\n')
+func (e *encoder) bulkBytes(b []byte) {
+	e.header(len(b))
+	e.buf = append(append(e.buf, b...), '\r', '\n')
 }
 
-func (w *writer) header(n int) {
-	w.buf = append(w.buf, '$')
-	w.buf = strconv.AppendInt(w.buf, int64(n), 10)
-	w.buf = append(w.buf, '\r', '\n')
+func (e *encoder) header(n int) {
+	e.buf = append(e.buf, '$')
+	e.buf = strconv.AppendInt(e.buf, int64(n), 10)
+	e.buf = append(e.buf, '\r', '\n')
 }
 
 // full reports whether the buffer should be written before more is added.

@@ -79,3 +79,27 @@ func TestBatchLongerThanTheReaderQueue(t *testing.T) {
 		})
 	}
 }
+
+// wired is a call that brings its RESP: ECHO "wire", though its arguments
+// say ECHO "args".
+type wired struct{ *call }
+
+func (w wired) Wire() []byte { return pipeline.AppendCommand(nil, "ECHO", []any{"wire"}) }
+
+// TestEncodedCallWritesItsWire: a socket connection writes the bytes an
+// Encoded call brings; redigo's writer encodes the arguments.
+func TestEncodedCallWritesItsWire(t *testing.T) {
+	c := redistest.Start(t, 1)
+	want := map[string]string{"socket": "wire", "borrowed": "args"}
+	for mode, dial := range dialModes(c.Nodes[0]) {
+		t.Run(mode, func(t *testing.T) {
+			p := newConnWith(t, dial, &owner{})
+			echo := wired{newCall("ECHO", "args")}
+			p.Send(echo)
+			r := echo.wait(t)
+			if got, err := redis.String(r.v, r.err); err != nil || got != want[mode] {
+				t.Fatalf("replied %q, %v; want %q", got, err, want[mode])
+			}
+		})
+	}
+}
