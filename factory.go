@@ -18,7 +18,7 @@ type Factory struct {
 	defaults config
 	ext      *extender
 	wake     *waker        // nil: blocked Acquire calls poll
-	det      *lossDetector // nil: loss detection off (tracking.go)
+	det      *lossDetector // nil: loss detection off (lossdetection.go)
 	ownPools []io.Closer   // pools made by NewFactoryFromURLs, closed by Close
 
 	shapesMu sync.Mutex

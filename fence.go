@@ -63,7 +63,7 @@ func withFence(ctx context.Context, h *holding) context.Context {
 // acquireCommand is an attempt's command for h: plain SET NX PX, or the
 // fenced acquire script that also reads the node's fence. With loss
 // detection on, the key is tracked later, by the detector's first check
-// of the holding (tracking.go).
+// of the holding (lossdetection.go).
 func (l *Lock) acquireCommand(h *holding) *command {
 	if l.x != nil && l.x.setCmd != nil {
 		return l.x.setCmd(h.arg)

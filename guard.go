@@ -18,9 +18,9 @@ import (
 //     this client's by more than the allowance.
 //
 // Both read what the vote's reply carries (evidence): a pipelined
-// connection sends TIME right behind the plain SET, and every other vote
-// runs as its script's guarded form (scripts.go), which returns the node's
-// TIME and LASTSAVE with the script's own reply. The process a vote came
+// connection sends TIME right behind the vote, and on other transports a
+// vote runs as its script's guarded form (scripts.go), which returns the
+// node's TIME and LASTSAVE with the script's own reply. The process a vote came
 // from is known by its connection on a pipelined transport (each new one
 // reads INFO before its first command, node.setup), and by LASTSAVE on the
 // others (see young).
@@ -30,7 +30,7 @@ import (
 type voteRule struct {
 	window    time.Duration // restart guard; 0: off
 	allowance time.Duration // clock guard; 0: off
-	fifo      bool          // pipelined: the plain SET is paired with TIME
+	fifo      bool          // pipelined: a vote is paired with TIME
 }
 
 // newVoteRule resolves the guard's options for a lock of cfg.
@@ -56,19 +56,21 @@ func (r *voteRule) tighten(o *voteRule) {
 }
 
 // asVote marks cmd, a command whose yes makes or keeps a holding, as a vote
-// under rule: a script runs in its guarded form, and a plain SET NX PX
-// either is paired with TIME (pipelined) or runs as acquire.lua's guarded
-// form. It returns cmd as it is when rule is nil.
+// under rule. Pipelined, it runs as it is, paired with a TIME behind it on
+// the same connection (call.Trailers), which one batch of votes shares;
+// otherwise a script runs in its guarded form, and a plain SET NX PX as
+// acquire.lua's guarded form. It returns cmd as it is when rule is nil.
 func (cmd *command) asVote(rule *voteRule) *command {
 	if rule == nil {
 		return cmd
 	}
 	cmd.vote = rule
 	switch {
+	case rule.fifo:
 	case cmd.script != nil:
 		cmd.script = cmd.script.guarded
 		cmd.args[0] = cmd.script.hashArg
-	case !rule.fifo: // SET key token NX PX ttl
+	default: // SET key token NX PX ttl
 		args := cmd.args
 		cmd.script, cmd.name = acquireScript.guarded, ""
 		cmd.args, cmd.nkeys = []any{cmd.script.hashArg, 1, args[0], args[1], args[4]}, 1

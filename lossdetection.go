@@ -53,8 +53,8 @@ const trackDelay = 10 * time.Millisecond
 //     the connection's own included, ends its tracking: every holding is
 //     checked once it has been held trackDelay (arming), and that check
 //     reads its key on every node; the extension scripts read the keys
-//     after writing them, and so do the scripts of the fenced acquire and
-//     of the recipes, which track their keys from the start.
+//     after writing them, and so do the scripts of the recipes, which
+//     track their keys from the start.
 //
 // An invalidation of a watched name queues the name; one goroutine of the
 // owner (the worker, running while names are queued) checks every queued

@@ -13,12 +13,11 @@
 -- ARGV[3] g as a decimal string, ARGV[4] w in microseconds.
 -- Returns nil when the key is taken; else {1, g} when g was committed, or
 -- {0, f}. A fence key of another type reads as 0 (redis.pcall), so it
--- cannot block the lock. The lock key is read after the SET, so that a
--- tracking connection tracks it (tracking.go).
+-- cannot block the lock. With loss detection on, the lock key is tracked
+-- by the detector's first check of the holding, as a plain SET's is.
 if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	return false
 end
-redis.call("EXISTS", KEYS[1])
 local now = redis.call("TIME")
 local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local stored = tonumber(redis.pcall("GET", KEYS[2])) or 0

@@ -5,7 +5,7 @@
 -- KEYS[1] the reader's key, KEYS[2] the writer key, KEYS[3] the writer
 -- intent key, KEYS[4] the readers' set. ARGV[1] token, ARGV[2] ttl in ms,
 -- ARGV[3] the reader's id. Returns 1 if registered, else 0. The reader's
--- key is read last, so that a tracking connection tracks it (tracking.go).
+-- key is read last, so that a tracking connection tracks it (lossdetection.go).
 if redis.call("EXISTS", KEYS[2]) == 1 or redis.call("EXISTS", KEYS[3]) == 1 then
 	return 0
 end

@@ -8,7 +8,7 @@
 -- intent's ttl in ms, ARGV[5] the prefix of the readers' keys (their id
 -- follows). Reader keys are derived here, so this runs on standalone nodes,
 -- not Redis Cluster. Returns 1 if taken, else 0. The writer key is read
--- last, so that a tracking connection tracks it (tracking.go).
+-- last, so that a tracking connection tracks it (lossdetection.go).
 if redis.call("EXISTS", KEYS[1]) == 1 then
 	return 0
 end
