@@ -70,22 +70,23 @@ func newExtender(g *nodeGroup) *extender {
 }
 
 // add puts a new holding, already registered with the owner, under the
-// extender: into the expiry queue, and into the autoextension schedule when
-// autoextend is on. A holding that ended meanwhile is left out.
-func (e *extender) add(h *holding, autoextend bool, timeout time.Duration) {
+// extender at now (monotonic()): into the expiry queue, and into the
+// autoextension schedule when autoextend is on. A holding that ended
+// meanwhile is left out.
+func (e *extender) add(h *holding, autoextend bool, timeout, now time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.push(h) {
+	if !e.push(h, now) {
 		return
 	}
 	if autoextend {
-		e.scheduleLocked(h, timeout)
+		e.scheduleLocked(h, timeout, now)
 	}
 }
 
 // push puts h into the expiry queue unless it ended, and arms the expiry
 // timer when h is now the earliest; it reports whether h is live.
-func (e *extender) push(h *holding) bool {
+func (e *extender) push(h *holding, now time.Duration) bool {
 	h.mu.Lock()
 	live, until := h.cause == nil, h.validUntil
 	h.mu.Unlock()
@@ -96,7 +97,7 @@ func (e *extender) push(h *holding) bool {
 	e.held.put(h)
 	if e.armed == 0 || until < e.armed {
 		e.armed = until
-		e.expiry.Reset(until - monotonic())
+		e.expiry.Reset(until - now)
 	}
 	return true
 }
@@ -140,8 +141,9 @@ func (e *extender) expire() {
 			// Extended since its expAt was read: back in, at its new
 			// end, and into the loop's view, which may have missed it.
 			e.mu.Lock()
-			if e.push(h) && h.extending {
-				e.alarm(h)
+			now := monotonic()
+			if e.push(h, now) && h.extending {
+				e.alarm(h, now)
 			}
 			e.mu.Unlock()
 		}
@@ -161,12 +163,11 @@ func (e *extender) schedule(h *holding, timeout time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if h.pos != 0 {
-		e.scheduleLocked(h, timeout)
+		e.scheduleLocked(h, timeout, monotonic())
 	}
 }
 
-func (e *extender) scheduleLocked(h *holding, timeout time.Duration) {
-	now := monotonic()
+func (e *extender) scheduleLocked(h *holding, timeout, now time.Duration) {
 	h.until = 0
 	if timeout > 0 {
 		h.until = now + timeout
@@ -182,15 +183,15 @@ func (e *extender) scheduleLocked(h *holding, timeout time.Duration) {
 		e.running = e.o.spawn(e.loop) // refused only once the owner closed
 		return
 	}
-	e.alarm(h)
+	e.alarm(h, now)
 }
 
 // alarm moves the sleeping loop's alarm to h's extension when that is due
-// before the loop wakes, without waking it now.
-func (e *extender) alarm(h *holding) {
+// before the loop wakes, without waking it now (monotonic()).
+func (e *extender) alarm(h *holding, now time.Duration) {
 	if e.wakeAt != 0 && h.at < e.wakeAt {
 		e.wakeAt = h.at
-		e.timer.Reset(h.at - monotonic())
+		e.timer.Reset(h.at - now)
 	}
 }
 

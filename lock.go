@@ -222,8 +222,9 @@ func newToken() string {
 // closing meanwhile, the keys are given up instead and the Acquire fails:
 // Close never saw this holding, so it must not survive.
 func (l *Lock) startHolding(h *holding) error {
+	now := monotonic() // one reading for the holding's start, its expiry and its schedule
 	h.mu.Lock()
-	h.begun = monotonic()
+	h.begun = now
 	sent := h.validUntil + l.cfg.drift() - l.cfg.ttl // the attempt's start, on monotonic(): validUntil's inverse
 	h.mu.Unlock()
 	if err := l.f.o.hold(h); err != nil {
@@ -233,9 +234,9 @@ func (l *Lock) startHolding(h *holding) error {
 		return errAcquireClosed
 	}
 	l.start(h)
-	l.f.ext.add(h, *l.cfg.autoextend, l.cfg.autoextendTimeout)
+	l.f.ext.add(h, *l.cfg.autoextend, l.cfg.autoextendTimeout, now)
 	if d := l.f.det; d != nil {
-		d.watch(l, h, sent)
+		d.watch(l, h, sent, now)
 	}
 	return nil
 }

@@ -201,11 +201,12 @@ func (d *lossDetector) start() {
 }
 
 // watch starts watching holding h of l, whose attempt began at sent, and
-// arms it: it is checked trackDelay from now, which tracks its key. An
+// arms it: it is checked trackDelay from now (monotonic()), which tracks
+// its key. An
 // attempt that began before tracking was last re-established may have
 // been read untracked on a connection that is gone: it is checked at
 // once.
-func (d *lossDetector) watch(l *Lock, h *holding, sent time.Duration) {
+func (d *lossDetector) watch(l *Lock, h *holding, sent, now time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.start()
@@ -214,7 +215,7 @@ func (d *lossDetector) watch(l *Lock, h *holding, sent time.Duration) {
 	if sent <= d.since {
 		d.pending[l.name] = struct{}{}
 	} else {
-		d.arming = append(d.arming, arming{name: l.name, h: h, due: monotonic() + trackDelay})
+		d.arming = append(d.arming, arming{name: l.name, h: h, due: now + trackDelay})
 	}
 	d.run()
 }
