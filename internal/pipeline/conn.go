@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -20,11 +21,21 @@ type conn struct {
 	// behind another would add their timeouts up when the replicas fall
 	// short. A batch that wants one waits for the token instead, and the
 	// calls sent meanwhile join the next batch.
-	waitGate   chan struct{}
-	stall      time.Duration
-	inflight   chan Call
+	waitGate chan struct{}
+	stall    time.Duration
+	inflight chan Call
+	// unanswered counts the commands written (or being written) whose
+	// replies are not in: while there are any, new calls wait for the
+	// reader's kick (Conn.queue says why).
+	unanswered atomic.Int64
+	kick       func()        // the Conn's: write what waits, once nothing is unanswered
 	dead       chan struct{} // closed by the reader when the connection failed
 	readerDone sync.WaitGroup
+
+	// The reader's own: calls whose reply waits for the batch's trailers,
+	// and the batch's WAIT reply until its TIME's.
+	held   []Trailed
+	waited any
 }
 
 // clockMark and waitMark stand in the reader's queue for the TIME and the
@@ -107,6 +118,7 @@ func (c *conn) send(call Call, rest []Call) bool {
 		}
 		return false
 	}
+	c.unanswered.Add(1) // before the reader can see it
 	select {
 	case c.inflight <- call:
 		if c.w != nil && c.w.full() {
@@ -124,6 +136,7 @@ func (c *conn) send(call Call, rest []Call) bool {
 	case c.inflight <- call:
 		return true
 	case <-c.dead:
+		c.unanswered.Add(-1)
 		for _, r := range rest {
 			r.Reply(nil, ErrClosed)
 		}
@@ -131,13 +144,15 @@ func (c *conn) send(call Call, rest []Call) bool {
 	}
 }
 
+// busy reports whether replies are outstanding.
+func (c *conn) busy() bool { return c.unanswered.Load() > 0 }
+
 // readLoop delivers replies in order. An error reply fails its call only;
 // a reply overdue by stall, or a connection error, ends the connection and
-// fails every call in flight.
+// fails every call in flight. When the last outstanding reply is in, it
+// kicks the write of what queued meanwhile.
 func (c *conn) readLoop() {
 	defer c.readerDone.Done()
-	var held []Trailed // calls whose reply waits for the batch's trailers
-	var waited any     // the batch's WAIT reply, until its TIME's
 	for call := range c.inflight {
 		var v any
 		var clock Clock
@@ -148,39 +163,48 @@ func (c *conn) readLoop() {
 			v, err = c.receive()
 		}
 		if !answered(err) {
-			for _, p := range held {
+			for _, p := range c.held {
 				p.ReplyTrailers(nil, Clock{}, err)
 			}
 			c.fail(call, err)
 			return
 		}
-		switch p := call.(type) {
-		case waitMark:
-			c.openGate()
-			if err != nil {
-				v = err // WAIT refused (an error reply): each call judges it
-			}
-			if !p.last {
-				waited = v
-				continue
-			}
-			held = deliver(held, v, Clock{})
-		case clockMark:
-			held = deliver(held, waited, clock)
-			waited = nil
-		case Trailed:
-			if w, t := p.Trailers(); t || w && c.wait != nil {
-				p.Hold(v, err)
-				held = append(held, p)
-				continue
-			}
-			call.Reply(v, err)
-		default:
-			call.Reply(v, err)
+		c.handle(call, v, clock, err)
+		if c.unanswered.Add(-1) == 0 {
+			c.kick()
 		}
 	}
-	for _, p := range held { // the writer never leaves a batch without its trailers
+	for _, p := range c.held { // the writer never leaves a batch without its trailers
 		p.ReplyTrailers(nil, Clock{}, ErrClosed)
+	}
+}
+
+// handle delivers one reply (clock for a clock mark's), or holds it until
+// its batch's trailers are in.
+func (c *conn) handle(call Call, v any, clock Clock, err error) {
+	switch p := call.(type) {
+	case waitMark:
+		c.openGate()
+		if err != nil {
+			v = err // WAIT refused (an error reply): each call judges it
+		}
+		if !p.last {
+			c.waited = v
+			return
+		}
+		c.held = deliver(c.held, v, Clock{})
+	case clockMark:
+		c.held = deliver(c.held, c.waited, clock)
+		c.waited = nil
+	case Trailed:
+		if w, t := p.Trailers(); t || w && c.wait != nil {
+			p.Hold(v, err)
+			c.held = append(c.held, p)
+			return
+		}
+		call.Reply(v, err)
+	default:
+		call.Reply(v, err)
 	}
 }
 
@@ -224,10 +248,6 @@ func (c *conn) receiveClock() (Clock, error) {
 	return Clock{Node: us, Read: time.Now().UnixMicro()}, nil
 }
 
-// waitBusy reports whether a WAIT is written and unanswered, so that a
-// batch that wants one would wait (write).
-func (c *conn) waitBusy() bool { return len(c.waitGate) > 0 }
-
 // openGate lets the next batch that wants WAIT be written.
 func (c *conn) openGate() {
 	select {
@@ -253,10 +273,12 @@ func answered(err error) bool {
 }
 
 // fail ends call and every call in flight behind it with err, the
-// connection's failure.
+// connection's failure, and kicks the Conn: what waits for replies goes to
+// a new connection.
 func (c *conn) fail(call Call, err error) {
 	call.Reply(nil, err)
 	close(c.dead)
+	c.kick()
 	for call := range c.inflight {
 		call.Reply(nil, err)
 	}

@@ -99,8 +99,9 @@ func New(cfg Config) *Conn {
 	return p
 }
 
-// Send queues c and, if nobody is writing, writes the queue in the caller's
-// goroutine. It never blocks on a dial or on another caller's write.
+// Send queues c and, if nobody is writing and the connection has no
+// reply outstanding, writes the queue in the caller's goroutine. It never
+// blocks on a dial or on another caller's write.
 func (p *Conn) Send(c Call) { p.queue(c, true) }
 
 // Enqueue queues c like Send but never writes in the caller's goroutine: a
@@ -108,6 +109,13 @@ func (p *Conn) Send(c Call) { p.queue(c, true) }
 // since the reader must never block on a write.
 func (p *Conn) Enqueue(c Call) { p.queue(c, false) }
 
+// queue adds c to the next batch. While replies to the last batch are
+// outstanding, the batch waits for them: the reader starts its write once
+// the last reply is in (kick). The node runs one connection's commands in
+// order, so a command written earlier would only wait behind the others on
+// the node; waiting here instead gathers every command sent meanwhile into
+// one write, and under load each system call, which on loopback also runs
+// the node's side of the delivery, carries a round trip's worth of them.
 func (p *Conn) queue(c Call, inline bool) {
 	p.mu.Lock()
 	if p.closed {
@@ -120,25 +128,41 @@ func (p *Conn) queue(c Call, inline bool) {
 		p.mu.Unlock()
 		return
 	}
-	p.writing = true
 	if p.cur == nil || p.outdated(p.cur) {
+		p.writing = true
 		p.mu.Unlock()
 		p.start(p.redial)
 		return
 	}
-	busy := len(p.cur.inflight) > 0
-	gated := p.cur.waitBusy()
+	if p.cur.busy() {
+		p.mu.Unlock()
+		return
+	}
+	p.writing = true
 	p.mu.Unlock()
-	if !inline || gated { // a batch may wait for a WAIT: never in the caller
+	if !inline {
 		p.start(p.drain)
 		return
 	}
-	if busy {
-		// The node is still answering earlier commands: let the other
-		// callers that are about to send join this batch, saving writes.
-		runtime.Gosched()
+	p.flush() // nothing outstanding: no WAIT either, which the write would wait for
+}
+
+// kick writes what queued while replies were outstanding, in a goroutine
+// of the owner: the reader calls it when the last one is in.
+func (p *Conn) kick() {
+	p.mu.Lock()
+	if p.writing || len(p.pending) == 0 {
+		p.mu.Unlock()
+		return
 	}
-	p.flush()
+	p.writing = true
+	p.mu.Unlock()
+	p.start(func() {
+		// The callers that the last replies woke are about to send: let
+		// them join this batch.
+		runtime.Gosched()
+		p.drain()
+	})
 }
 
 // start runs a writer role (redial or drain) in an owned goroutine; when
@@ -163,40 +187,62 @@ func (p *Conn) failPending(err error) {
 }
 
 // flush writes one batch, which holds the caller's own command, and hands
-// what queued meanwhile to a goroutine, so that no caller keeps writing for
-// others.
+// what queued meanwhile to the reader's kick or a goroutine, so that no
+// caller keeps writing for others.
 func (p *Conn) flush() {
 	p.writeBatch()
-	p.mu.Lock()
-	if len(p.pending) == 0 {
-		p.writing = false
-		p.idle.Broadcast()
+	p.drainLater()
+}
+
+// drain writes batches until the queue is empty or waits for replies,
+// also while closing: what was sent before Close is written (Close waits
+// for it).
+func (p *Conn) drain() {
+	for {
+		p.mu.Lock()
+		if p.cur == nil || p.outdated(p.cur) {
+			if len(p.pending) == 0 {
+				p.endWriting()
+				return
+			}
+			p.mu.Unlock()
+			p.redial()
+			return
+		}
+		if !p.mustWrite() {
+			p.endWriting()
+			return
+		}
 		p.mu.Unlock()
+		p.writeBatch()
+	}
+}
+
+// drainLater ends the writer role after a write: the reader's kick writes
+// what queued meanwhile once the replies are in, unless they are in
+// already or the connection is closing, when a goroutine writes it now.
+func (p *Conn) drainLater() {
+	p.mu.Lock()
+	if !p.mustWrite() {
+		p.endWriting()
 		return
 	}
 	p.mu.Unlock()
 	p.start(p.drain)
 }
 
-// drain writes batches until the queue is empty, also while closing: what
-// was sent before Close is written (Close waits for it).
-func (p *Conn) drain() {
-	for {
-		p.mu.Lock()
-		if len(p.pending) == 0 {
-			p.writing = false
-			p.idle.Broadcast()
-			p.mu.Unlock()
-			return
-		}
-		if p.cur == nil || p.outdated(p.cur) {
-			p.mu.Unlock()
-			p.redial()
-			return
-		}
-		p.mu.Unlock()
-		p.writeBatch()
-	}
+// mustWrite reports whether the writer should write the queue now: it
+// holds calls, and no reply is outstanding to bring the kick, or Close
+// waits for it. p.mu is held.
+func (p *Conn) mustWrite() bool {
+	return len(p.pending) > 0 && (p.closed || !p.cur.busy())
+}
+
+// endWriting gives the writer role up and unlocks p.mu.
+func (p *Conn) endWriting() {
+	p.writing = false
+	p.idle.Broadcast()
+	p.mu.Unlock()
 }
 
 // writeBatch writes what is queued now, reusing the batch buffers.
@@ -262,7 +308,7 @@ func (p *Conn) dial() (*conn, error) {
 		}
 	}
 	w, rd := socketIO(rc, p.cfg.Stall)
-	c := &conn{rc: rc, w: w, rd: rd, epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
+	c := &conn{rc: rc, w: w, rd: rd, kick: p.kick, epoch: epoch, wait: p.cfg.Wait, waitGate: make(chan struct{}, 1), stall: p.cfg.Stall, inflight: make(chan Call, inflightCap), dead: make(chan struct{})}
 	c.readerDone.Add(1)
 	if !p.cfg.Spawn(c.readLoop) {
 		c.readerDone.Done()
@@ -278,6 +324,12 @@ func (p *Conn) dial() (*conn, error) {
 func (p *Conn) Close() {
 	p.mu.Lock()
 	p.closed = true
+	if !p.writing && len(p.pending) > 0 { // a batch waiting for replies: write it now
+		p.writing = true
+		p.mu.Unlock()
+		p.drain()
+		p.mu.Lock()
+	}
 	for p.writing {
 		p.idle.Wait()
 	}
