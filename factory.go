@@ -103,6 +103,11 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	o := newOwner()
 	f := &Factory{defaults: cfg, nodeGroup: nodeGroup{o: o, fifo: pipelined}}
+	if pipelined {
+		// One connection per node keeps each node's order, and one lock
+		// makes it the same order on every node (fanout.start).
+		f.starts = new(sync.Mutex)
+	}
 	f.set = &nodeSet{g: &f.nodeGroup, o: o, quorum: check.quorum, nodeTimeout: check.nodeTimeout}
 	for i, nd := range nodes {
 		n := &node{index: i, addr: nd.Addr(), set: f.set, ack: ackWait(check.replicaAck, check.nodeTimeout)}

@@ -42,7 +42,7 @@ type fanout struct {
 	nodeTimeout time.Duration
 	dying       <-chan struct{} // the owner's Close: a round stops waiting
 	obs         *observer       // nil: nobody listens (observe.go)
-	// starts, when set, is held while a round starts its calls, so that
+	// starts, when set, is held while a round queues its calls, so that
 	// concurrent rounds queue in one order on every node (batchTransport
 	// says why).
 	starts *sync.Mutex
@@ -55,7 +55,7 @@ type nodeGroup struct {
 	// fifo: every node's transport is one pipelined connection, on which
 	// commands reach the node in the order they were started.
 	fifo   bool
-	starts *sync.Mutex // when a node batches: see fanout.starts
+	starts *sync.Mutex // when pipelined or a node batches: see fanout.starts
 }
 
 // fan returns the quorum call over the group with the given quorum, node
@@ -92,17 +92,52 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 	if !f.fifo {
 		r.fin = newFinish(len(f.nodes))
 	}
-	if f.starts != nil {
-		f.starts.Lock()
-		defer f.starts.Unlock()
-	}
 	sent := r.start.UnixMicro()
-	for _, n := range f.nodes {
+	var cs [maxNodes]*call
+	for i, n := range f.nodes {
 		c := calls.Get().(*call)
 		c.cmd, c.n, c.idx, c.fin, c.buf, c.obs, c.sent = cmd, n, uint8(n.index), r.fin, buf, f.obs, sent
-		n.tr.start(ctx, c)
+		cs[i] = c
 	}
+	f.start(ctx, cs[:len(f.nodes)])
 	return r
+}
+
+// start starts a round's calls, cs[i] on node i. Under starts, every node
+// queues the calls of concurrent rounds in one order (batchTransport says
+// why). A pipelined node's call is prepared before and only put in its
+// connection's queue under it; the queues this round must write are written
+// once it is released, so that neither a write nor a cluster's slot map
+// holds up the other rounds.
+func (f *fanout) start(ctx context.Context, cs []*call) {
+	if f.starts == nil {
+		for i, n := range f.nodes {
+			n.tr.start(ctx, cs[i])
+		}
+		return
+	}
+	for i, n := range f.nodes {
+		if p, ok := n.tr.(*pipeTransport); ok {
+			p.prepare(ctx, cs[i])
+		}
+	}
+	var owed uint64 // the pipelined nodes whose queue waits for this round's write
+	f.starts.Lock()
+	for i, n := range f.nodes {
+		p, ok := n.tr.(*pipeTransport)
+		switch {
+		case !ok:
+			n.tr.start(ctx, cs[i])
+		case p.conn.Put(cs[i]):
+			owed |= 1 << i
+		}
+	}
+	f.starts.Unlock()
+	for i, n := range f.nodes {
+		if owed&(1<<i) != 0 {
+			n.tr.(*pipeTransport).conn.Write()
+		}
+	}
 }
 
 // wait tallies the replies. Without waitAll it returns as soon as the

@@ -177,7 +177,9 @@ func (c *call) deliver(rep reply) {
 	calls.Put(c)
 }
 
-// pipeTransport is one auto-pipelined connection to the node.
+// pipeTransport is one auto-pipelined connection to the node. The node
+// runs its commands in the order they were queued, and the rounds queue
+// theirs on every node in one order (fanout.start).
 type pipeTransport struct{ conn *pipeline.Conn }
 
 func newPipeTransport(p Pool, o *owner, stall time.Duration, n *node) *pipeTransport {
@@ -195,6 +197,13 @@ func newPipeTransport(p Pool, o *owner, stall time.Duration, n *node) *pipeTrans
 }
 
 func (t *pipeTransport) start(ctx context.Context, c *call) {
+	t.prepare(ctx, c)
+	t.conn.Send(c)
+}
+
+// prepare writes c's command as this node takes it. A cluster node reads
+// its slot map first when it is stale, which may take the node timeout.
+func (t *pipeTransport) prepare(ctx context.Context, c *call) {
 	c.name, c.args = c.cmd.name, c.cmd.args
 	if cn := c.n.cluster; cn != nil {
 		cn.fresh(ctx, c.n.set.nodeTimeout)
@@ -203,7 +212,6 @@ func (t *pipeTransport) start(ctx context.Context, c *call) {
 	if c.cmd.script != nil {
 		c.name = "EVALSHA"
 	}
-	t.conn.Send(c)
 }
 
 func (t *pipeTransport) close() { t.conn.Close() }

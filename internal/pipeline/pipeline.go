@@ -102,49 +102,68 @@ func New(cfg Config) *Conn {
 // Send queues c and, if nobody is writing and the connection has no
 // reply outstanding, writes the queue in the caller's goroutine. It never
 // blocks on a dial or on another caller's write.
-func (p *Conn) Send(c Call) { p.queue(c, true) }
+func (p *Conn) Send(c Call) {
+	if p.Put(c) {
+		p.Write()
+	}
+}
 
 // Enqueue queues c like Send but never writes in the caller's goroutine: a
 // goroutine of the owner writes it. Reply callbacks use it to send again,
 // since the reader must never block on a write.
-func (p *Conn) Enqueue(c Call) { p.queue(c, false) }
+func (p *Conn) Enqueue(c Call) {
+	if p.Put(c) {
+		p.write(false)
+	}
+}
 
-// queue adds c to the next batch. While replies to the last batch are
-// outstanding, the batch waits for them: the reader starts its write once
-// the last reply is in (kick). The node runs one connection's commands in
-// order, so a command written earlier would only wait behind the others on
-// the node; waiting here instead gathers every command sent meanwhile into
-// one write, and under load each system call, which on loopback also runs
-// the node's side of the delivery, carries a round trip's worth of them.
-func (p *Conn) queue(c Call, inline bool) {
+// Put queues c behind every call queued before it, without writing it, and
+// reports whether the caller has become the writer: then it must call
+// Write, as the queue waits for it. Send is Put and Write at once; a caller
+// that queues calls on several Conns in one order, under a lock of its own,
+// Puts them all under the lock and Writes once it has released it, so that
+// no write holds the lock.
+//
+// While replies to the last batch are outstanding, nobody becomes the
+// writer: the batch waits for them, and the reader starts its write once
+// the last is in (kick). The node runs one connection's commands in order,
+// so a command written earlier would only wait behind the others on the
+// node; waiting here instead gathers every command sent meanwhile into one
+// write, and under load each system call, which on loopback also runs the
+// node's side of the delivery, carries a round trip's worth of them.
+func (p *Conn) Put(c Call) bool {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		c.Reply(nil, ErrClosed)
-		return
+		return false
 	}
 	p.pending = append(p.pending, c)
-	if p.writing {
-		p.mu.Unlock()
-		return
-	}
-	if p.cur == nil || p.outdated(p.cur) {
-		p.writing = true
-		p.mu.Unlock()
-		p.start(p.redial)
-		return
-	}
-	if p.cur.busy() {
-		p.mu.Unlock()
-		return
-	}
-	p.writing = true
+	writer := !p.writing && (p.cur == nil || p.outdated(p.cur) || !p.cur.busy())
+	p.writing = p.writing || writer
 	p.mu.Unlock()
-	if !inline {
+	return writer
+}
+
+// Write writes the queue for the caller that Put made the writer, in the
+// caller's goroutine when it can. It never blocks on a dial.
+func (p *Conn) Write() { p.write(true) }
+
+// write takes the writer's turn: a goroutine dials when there is no usable
+// connection, and writes when inline is false; otherwise the caller writes
+// one batch.
+func (p *Conn) write(inline bool) {
+	p.mu.Lock()
+	stale := p.cur == nil || p.outdated(p.cur)
+	p.mu.Unlock()
+	switch {
+	case stale:
+		p.start(p.redial)
+	case !inline:
 		p.start(p.drain)
-		return
+	default:
+		p.flush()
 	}
-	p.flush() // nothing outstanding: no WAIT either, which the write would wait for
 }
 
 // kick writes what queued while replies were outstanding, in a goroutine

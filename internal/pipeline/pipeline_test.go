@@ -125,6 +125,37 @@ func repliesReachTheirCalls(t *testing.T, p *pipeline.Conn) {
 	wg.Wait()
 }
 
+// TestPutWaitsForWrite queues calls without writing them, as a quorum
+// round does on every node under one lock: the first Put makes the caller
+// the writer, the calls wait for its Write, and run in the order put.
+func TestPutWaitsForWrite(t *testing.T) {
+	c := redistest.Start(t, 1)
+	p := newConn(t, c.Nodes[0], &owner{})
+	warm := newCall("PING")
+	p.Send(warm)
+	warm.wait(t)
+	pipeline.WaitIdle(p)
+	first, second := newCall("INCR", "put"), newCall("INCR", "put")
+	if !p.Put(first) {
+		t.Fatal("Put on an idle Conn did not make the caller the writer")
+	}
+	if p.Put(second) {
+		t.Fatal("a second Put made its caller the writer too")
+	}
+	select {
+	case r := <-first.reply:
+		t.Fatalf("a put call was written before Write: %v, %v", r.v, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.Write()
+	for i, call := range []*call{first, second} {
+		r := call.wait(t)
+		if n, err := redis.Int(r.v, r.err); n != i+1 || err != nil {
+			t.Errorf("call %d put: INCR replied %d, %v; want %d", i, n, err, i+1)
+		}
+	}
+}
+
 // TestEnqueueFromReply resends a call from its Reply, as a NOSCRIPT retry
 // does: the write happens in a goroutine of the owner.
 func TestEnqueueFromReply(t *testing.T) {
