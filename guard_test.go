@@ -83,17 +83,9 @@ func warm(t *testing.T, f *redlock.Factory) {
 // failed ones' keys on nodes 3 and 4 are discarded, must meet the guard.
 func mustNotTake(t *testing.T, c *redistest.Cluster, who string, f *redlock.Factory, name string, until time.Time) {
 	t.Helper()
-	// A failed attempt's deletes may still be on their way (the pool
-	// path's cleaners): an attempt that met them would be refused early,
-	// before the guard had its say.
-	discarded := func() {
-		waitFor(t, 2*time.Second, "earlier attempts' keys to go", func() bool {
-			return rawGet(t, c, 0, name) == "" && rawGet(t, c, 3, name) == "" && rawGet(t, c, 4, name) == ""
-		})
-	}
 	var err error
 	for try := 0; try < 5; try++ {
-		discarded()
+		discarded(t, c, name)
 		_, err = f.NewLock(name).TryAcquire(ctxT(t, 10*time.Second))
 		if err == nil || errors.Is(err, redlock.ErrNotVoting) || !strings.Contains(err.Error(), "EOF") {
 			break
@@ -110,10 +102,23 @@ func mustNotTake(t *testing.T, c *redistest.Cluster, who string, f *redlock.Fact
 	}
 }
 
+// discarded waits until the keys of earlier failed attempts on name are
+// gone from the nodes outside the holder's (0 and 3-4). Their deletes may
+// still be on their way (the pool path's cleaners): an attempt that met
+// them would be refused early, before the guard, or the fault in a
+// negative control, had its say.
+func discarded(t *testing.T, c *redistest.Cluster, name string) {
+	t.Helper()
+	waitFor(t, 2*time.Second, "earlier attempts' keys to go", func() bool {
+		return rawGet(t, c, 0, name) == "" && rawGet(t, c, 3, name) == "" && rawGet(t, c, 4, name) == ""
+	})
+}
+
 // mayTake asserts the negative control: with the guard off, the fault lets
 // a second client in while the holder's validity lasts.
-func mayTake(t *testing.T, f *redlock.Factory, name string, until time.Time) {
+func mayTake(t *testing.T, c *redistest.Cluster, f *redlock.Factory, name string, until time.Time) {
 	t.Helper()
+	discarded(t, c, name)
 	_, err := f.NewLock(name).TryAcquire(ctxT(t, 10*time.Second))
 	if err != nil || time.Now().After(until) {
 		t.Fatalf("negative control: with the guard off the fault should let a second holder in inside the first's validity; got %v", err)
@@ -133,7 +138,7 @@ func guardedFault(t *testing.T, c *redistest.Cluster, pools []redlock.Pool, path
 	fault()
 	mustNotTake(t, c, "a client connected before the fault", connected, name, until)
 	mustNotTake(t, c, "a fresh client", guardFactory(t, pools, path), name, until)
-	mayTake(t, guardFactory(t, pools, path, off), name, until)
+	mayTake(t, c, guardFactory(t, pools, path, off), name, until)
 }
 
 // TestRestartGuard: a node restarted empty, on the bare quorum of a
