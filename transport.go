@@ -42,6 +42,10 @@ type call struct {
 	// TIME: pipeline.Trailed).
 	held    any
 	heldErr error
+	// wantWait and wantClock are its Trailers, noted once by prepare: the
+	// writer and the reader ask on other goroutines, where the command and
+	// the node are a cache miss away.
+	wantWait, wantClock bool
 }
 
 // calls recycles the calls of every round, one per node and command.
@@ -112,9 +116,7 @@ func (c *call) Wire() []byte {
 // Trailers implements pipeline.Trailed: a write under WithReplicaAck
 // wants WAIT behind it, and a vote under the node guard wants the node's
 // TIME (guard.go).
-func (c *call) Trailers() (wait, clock bool) {
-	return c.n.ack != nil && c.cmd.writes(), c.cmd.vote != nil
-}
+func (c *call) Trailers() (wait, clock bool) { return c.wantWait, c.wantClock }
 
 // Hold implements pipeline.Trailed: the command's own reply, kept until
 // its trailers'.
@@ -212,6 +214,7 @@ func (t *pipeTransport) prepare(ctx context.Context, c *call) {
 	if c.cmd.script != nil {
 		c.name = "EVALSHA"
 	}
+	c.wantWait, c.wantClock = c.n.ack != nil && c.cmd.writes(), c.cmd.vote != nil
 }
 
 func (t *pipeTransport) close() { t.conn.Close() }

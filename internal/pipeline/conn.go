@@ -26,7 +26,7 @@ type conn struct {
 	inflight chan Call
 	// unanswered counts the commands written (or being written) whose
 	// replies are not in: while there are any, new calls wait for the
-	// reader's kick (Conn.queue says why).
+	// reader's kick (Conn.Put says why).
 	unanswered atomic.Int64
 	kick       func()        // the Conn's: write what waits, once nothing is unanswered
 	dead       chan struct{} // closed by the reader when the connection failed
