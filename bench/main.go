@@ -253,6 +253,17 @@ func targets() []target {
 			runs: func(w benchkit.Workload) bool { return w.Kind != benchkit.Keep },
 		},
 		target{
+			name: "floor-pipelined",
+			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
+				return benchkit.PipeFloor("floor-pipelined", lockPools(ps)), nil
+			},
+			// Only where it tells what the transport costs: the cycle
+			// workloads that measure CPU per cycle (W1, W2).
+			runs: func(w benchkit.Workload) bool {
+				return (w.Goal() == "W1" || w.Goal() == "W2") && w.Kind != benchkit.Keep && !w.SharedKey
+			},
+		},
+		target{
 			name: "floor",
 			build: func(_ []string, ps []*redis.Pool, w benchkit.Workload) (benchkit.Target, error) {
 				return benchkit.Floor("floor", lockPools(ps), w.FloorAtQuorum), nil
