@@ -37,6 +37,12 @@ const (
 // trackDelay and a round trip after it happens.
 const trackDelay = 10 * time.Millisecond
 
+// armSlack is how much earlier than due the worker takes an arming with
+// others that are due: one wake per stretch of armSlack rather than one
+// per acquisition, which under load (tens of thousands a second, most
+// released before their check) kept the worker waking for each.
+const armSlack = trackDelay / 4
+
 // detector notices within a round trip that a held lock's keys were
 // deleted, expired or overwritten on a node (WithLossDetection), through
 // Redis client-side caching in RESP2 redirect mode:
@@ -96,7 +102,8 @@ type lossDetector struct {
 	wake    chan struct{} // (cap 1) work was queued while the worker waits for arming
 }
 
-// arming is a holding to check once it is due, trackDelay after it began.
+// arming is a holding to check once it is due, trackDelay after it began
+// (armSlack earlier at most).
 type arming struct {
 	name string
 	h    *holding
@@ -393,7 +400,7 @@ func (d *lossDetector) work() {
 	defer t.Stop()
 	for {
 		d.mu.Lock()
-		d.armDue(monotonic())
+		d.armDue(monotonic() + armSlack)
 		if d.g.o.closing() || len(d.pending) == 0 && d.retrack == 0 && len(d.arming) == 0 {
 			clear(d.pending)
 			d.retrack = 0
