@@ -141,9 +141,6 @@ func (h *holding) afterEnd(fn func(cause error)) (stop func()) {
 	}
 }
 
-// remaining is how long the validity lasts from now.
-func (h *holding) remaining() time.Duration { return h.remainingAt(monotonic()) }
-
 // remainingAt is how long the validity lasts from now, on monotonic().
 func (h *holding) remainingAt(now time.Duration) time.Duration {
 	h.mu.Lock()
