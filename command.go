@@ -58,17 +58,30 @@ func (s *script) cmd(judge func(v any) reply, keys []any, args ...any) *command 
 	return &command{script: s, args: all, nkeys: len(keys), judge: judge}
 }
 
-// batchCmd builds a command of script s over n keys, each with per
-// arguments of its own: key(i, args) returns key i and writes its
-// arguments into args. A batch of many locks is built in one slice,
-// without the copies cmd makes: in buf's array when it is large enough.
-func (s *script) batchCmd(buf []any, judge func(v any) reply, n, per int, key func(i int, args []any) any) *command {
-	all := slices.Grow(buf[:0], 2+n+per*n)[:2+n+per*n]
-	all[0], all[1] = s.hashArg, n
+// extendManyCmd builds extend_many over n keys, in buf's array when it
+// is large enough: key(i) returns key i with its token and TTL. The
+// tokens follow the keys, then the TTLs as runs (extend_many.lua), so that
+// a batch of one TTL carries it once: a batch of a thousand extensions is
+// about 11 B a lock lighter for the writer, the socket and the node.
+func extendManyCmd(buf []any, judge func(v any) reply, n int, key func(i int) (name, token, ttl any)) *command {
+	all := slices.Grow(buf[:0], 2+2*n+2)[:2+2*n]
+	all[0], all[1] = extendManyScript.hashArg, n
+	var ttl any
+	run := 0
 	for i := range n {
-		all[2+i] = key(i, all[2+n+per*i:2+n+per*(i+1)])
+		name, token, t := key(i)
+		all[2+i], all[2+n+i] = name, token
+		if run > 0 && t != ttl {
+			all = append(all, run, ttl)
+			run = 0
+		}
+		ttl = t
+		run++
 	}
-	return &command{script: s, args: all, nkeys: n, judge: judge}
+	if run > 0 {
+		all = append(all, run, ttl)
+	}
+	return &command{script: extendManyScript, args: all, nkeys: n, judge: judge}
 }
 
 // plainCmd builds a plain command.

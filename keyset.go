@@ -271,11 +271,10 @@ func (ks keySet) extendCmd(token any) *command {
 	if len(ks.locks) == 1 {
 		return extendScript.cmd(judgeOne, ks.keys(), token, l.ttlArg).asVote(l.vote)
 	}
-	args := make([]any, 0, 2*len(ks.locks))
-	for _, k := range ks.locks {
-		args = append(args, token, k.ttlArg)
-	}
-	return extendManyScript.cmd(judgeAllFlags(len(ks.locks)), ks.keys(), args...).asVote(l.vote)
+	cmd := extendManyCmd(nil, judgeAllFlags(len(ks.locks)), len(ks.locks), func(i int) (any, any, any) {
+		return ks.locks[i].nameArg, token, ks.locks[i].ttlArg
+	})
+	return cmd.asVote(l.vote)
 }
 
 // extend resets the TTL of every key of holding set (parts[i] for key i)
