@@ -152,21 +152,28 @@ func (h *holding) remainingAt(now time.Duration) time.Duration {
 // the extender's expiry queue. It fails with the holding's end when it
 // ended meanwhile.
 func (h *holding) extendTo(until time.Time) error {
-	u := onMonotonic(until)
-	h.mu.Lock()
-	if h.cause != nil {
-		h.mu.Unlock()
-		return h.cause
-	}
-	later := u > h.validUntil
-	if later {
-		h.validUntil = u
-	}
-	h.mu.Unlock()
+	later, err := h.moveEnd(until)
 	if later && h.l != nil {
 		h.l.f.ext.moved(h)
 	}
-	return nil
+	return err
+}
+
+// moveEnd moves the end of the validity to until, if later, and reports
+// whether it did; the caller tells the expiry queue. It fails with the
+// holding's end when it ended meanwhile.
+func (h *holding) moveEnd(until time.Time) (later bool, err error) {
+	u := onMonotonic(until)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cause != nil {
+		return false, h.cause
+	}
+	later = u > h.validUntil
+	if later {
+		h.validUntil = u
+	}
+	return later, nil
 }
 
 // expired reports whether the validity has run out; the expiry asks
