@@ -85,6 +85,7 @@ type Conn struct {
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when writing ends
+	kicked  func()     // the drain that kick starts, made once: a kick comes at every batch
 	pending []Call     // sent, not yet written, in order
 	spare   []Call     // the other batch buffer, reused
 	writing bool       // a sender, the drainer or the dialler is writing
@@ -96,6 +97,12 @@ type Conn struct {
 func New(cfg Config) *Conn {
 	p := &Conn{cfg: cfg}
 	p.idle = sync.NewCond(&p.mu)
+	p.kicked = func() {
+		// The callers that the last replies woke are about to send: let
+		// them join this batch.
+		runtime.Gosched()
+		p.drain()
+	}
 	return p
 }
 
@@ -176,12 +183,7 @@ func (p *Conn) kick() {
 	}
 	p.writing = true
 	p.mu.Unlock()
-	p.start(func() {
-		// The callers that the last replies woke are about to send: let
-		// them join this batch.
-		runtime.Gosched()
-		p.drain()
-	})
+	p.start(p.kicked)
 }
 
 // start runs a writer role (redial or drain) in an owned goroutine; when
