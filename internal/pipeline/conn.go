@@ -169,8 +169,12 @@ func (c *conn) readLoop() {
 			c.fail(call, err)
 			return
 		}
+		// The count drops before the reply is delivered: a caller that
+		// sends again from its reply finds nothing outstanding and writes
+		// at once, rather than waiting for the kick.
+		last := c.unanswered.Add(-1) == 0
 		c.handle(call, v, clock, err)
-		if c.unanswered.Add(-1) == 0 {
+		if last {
 			c.kick()
 		}
 	}
