@@ -18,7 +18,8 @@ type contender interface {
 	// primitive is held. leave ends it.
 	enter() error
 	leave()
-	// try makes one attempt and, when it wins, starts the holding.
+	// try makes one attempt and, when it wins, starts the holding and
+	// returns the end of its validity on monotonic().
 	try(ctx context.Context) (time.Duration, tally, error)
 	// waitFor lists the locks whose announced release wakes a blocked
 	// Acquire; nil: the lead's alone.
@@ -38,19 +39,40 @@ var errAcquireClosed = wrapf("%w: %w", ErrNotAcquired, ErrClosed)
 
 // acquire runs c's attempts until one wins, maxAttempts (0: unlimited) are
 // spent, ctx ends or the factory closes, and tells c's observer (named
-// name) how it went.
+// name) how it went. It returns the validity left at its return.
 func acquire(ctx context.Context, c contender, name string, maxAttempts int) (time.Duration, error) {
+	until, err := acquireUntil(ctx, c, name, maxAttempts)
+	if err != nil {
+		return 0, err
+	}
+	return validityLeft(until), nil
+}
+
+// validityLeft is what an acquisition returns: the validity left now of a
+// holding valid until until (monotonic()). It counts from the return, not
+// from the round's decision, so that whatever ran in between (starting
+// the holding, the observer, the scheduler) comes off it and a caller who
+// adds it to the time it reads next never counts past the keys' expiry.
+// It is 0 when the validity ran out before the return; the holding's
+// expiry ends it then.
+func validityLeft(until time.Duration) time.Duration {
+	return max(until-monotonic(), 0)
+}
+
+// acquireUntil is acquire returning the end of the won holding's validity
+// on monotonic().
+func acquireUntil(ctx context.Context, c contender, name string, maxAttempts int) (time.Duration, error) {
 	l := c.lead()
 	ob := l.obs
 	if ob == nil {
-		v, _, err := runAcquire(ctx, c, name, maxAttempts)
-		return v, err
+		until, _, err := runAcquire(ctx, c, name, maxAttempts)
+		return until, err
 	}
 	start := time.Now()
 	if ob.AcquireStart != nil {
 		ctx = ob.AcquireStart(ctx, name)
 	}
-	validity, st, err := runAcquire(ctx, c, name, maxAttempts)
+	until, st, err := runAcquire(ctx, c, name, maxAttempts)
 	e := AcquireEvent{Lock: name, Attempts: st.attempts, Waited: time.Since(start), Err: err}
 	e.Outcome = l.outcome(ctx, err, &st)
 	if ob.AcquireDone != nil {
@@ -63,7 +85,7 @@ func acquire(ctx context.Context, c contender, name string, maxAttempts int) (ti
 		}
 		ob.log.Log(ctx, level, "redlock: acquire "+e.Outcome.String(), "lock", name, "attempts", e.Attempts, "waited", e.Waited, "err", err)
 	}
-	return validity, err
+	return until, err
 }
 
 // acquireStats is what the acquire loop tells its observer: the attempts
@@ -73,7 +95,8 @@ type acquireStats struct {
 	last     tally
 }
 
-// runAcquire is acquire's loop.
+// runAcquire is acquire's loop; it returns the end of the validity, as
+// try does.
 func runAcquire(ctx context.Context, c contender, name string, maxAttempts int) (time.Duration, acquireStats, error) {
 	var st acquireStats
 	l := c.lead()
@@ -101,10 +124,10 @@ func runAcquire(ctx context.Context, c contender, name string, maxAttempts int) 
 			return 0, st, l.notAcquired(ctx, lastErr)
 		}
 		w.beforeAttempt()
-		validity, t, err := c.try(ctx)
+		until, t, err := c.try(ctx)
 		st.attempts, st.last = n, t
 		if err == nil || err == errAcquireClosed { // won, or won as Close began
-			return validity, st, err
+			return until, st, err
 		}
 		if lastErr == nil || ctx.Err() == nil {
 			// An attempt cut short by ctx says less than the one before it.

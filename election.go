@@ -125,12 +125,12 @@ func (e *Election) campaign(ctx context.Context, value string, maxAttempts int) 
 		e.campaigning = false
 		e.mu.Unlock()
 	}()
-	validity, err := acquire(ctx, e.l, e.name, maxAttempts)
+	until, err := acquireUntil(ctx, e.l, e.name, maxAttempts)
 	if err != nil {
 		return 0, err
 	}
 	e.announce()
-	return validity, nil
+	return validityLeft(until), nil
 }
 
 // announce publishes a change of leader on every node, for observers;

@@ -91,10 +91,9 @@ func (ks keySet) keyTally(r *round, i int) round {
 
 // won is an attempt that took a quorum in time.
 type won struct {
-	validity time.Duration
-	until    time.Duration // the end of the validity, on monotonic()
-	counted  uint64        // the nodes whose yes was counted
-	fin      *finish       // transports that are not FIFO: the attempt's calls
+	until   time.Duration // the end of the validity, on monotonic()
+	counted uint64        // the nodes whose yes was counted
+	fin     *finish       // transports that are not FIFO: the attempt's calls
 }
 
 // attempt sends cmd, an attempt with token, to every node and decides it
@@ -114,7 +113,7 @@ func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit fu
 		validity, err = commit(r, validity) // a copy: &r given to a func value would move r to the heap
 	}
 	if r.reached(l.cfg.quorum) && validity > 0 {
-		return won{validity: validity, until: onMonotonic(l.cfg.validUntil(r.start)), counted: r.got, fin: r.fin}, t, nil
+		return won{until: onMonotonic(l.cfg.validUntil(r.start)), counted: r.got, fin: r.fin}, t, nil
 	}
 	ks.discard(token, &r)
 	switch {
@@ -279,7 +278,8 @@ func (ks keySet) extendCmd(token any) *command {
 
 // extend resets the TTL of every key of holding set (parts[i] for key i)
 // in one round, a node counting only if it extended every key, and returns
-// the new validity; when a quorum refuses, every part is lost.
+// the new validity left at its return (validityLeft says why); when a
+// quorum refuses, every part is lost.
 func (ks keySet) extend(ctx context.Context, set *holding, parts []*holding) (time.Duration, error) {
 	l := ks.lead()
 	r := l.fan.run(ctx, ks.extendCmd(set.arg), false)
@@ -305,5 +305,5 @@ func (ks keySet) extend(ctx context.Context, set *holding, parts []*holding) (ti
 		}
 	}
 	ks.obs.extended(ks.name(), false, nil)
-	return validity, nil
+	return validityLeft(onMonotonic(until)), nil
 }

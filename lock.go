@@ -117,7 +117,9 @@ func (l *Lock) Err() error { return l.err() }
 
 // Acquire blocks until the lock is acquired or ctx ends, retrying after a
 // random pause of up to the retry delay. It returns the validity: how long
-// the lock can be considered held from now, unless extended. On a cancelled
+// the lock can be considered held from the return, unless extended (0 when
+// it ran out before Acquire could return, after a pause longer than it;
+// Done closes then). On a cancelled
 // or expired ctx it returns an error matching ErrNotAcquired and ctx.Err(),
 // and leaves no key behind; once the factory closes, one matching
 // ErrNotAcquired and ErrClosed. When autoextend is on (the default for Lock)
@@ -168,19 +170,20 @@ func (l *Lock) enter() error     { return l.held.enter("lock", l.name) }
 
 // try makes one attempt and starts the holding it won.
 func (l *Lock) try(ctx context.Context) (time.Duration, tally, error) {
-	v, h, t, err := l.attempt(ctx)
+	h, t, err := l.attempt(ctx)
 	if err != nil {
 		return 0, t, err
 	}
-	return v, t, l.startHolding(h)
+	until := h.validUntil // before startHolding shares h
+	return until, t, l.startHolding(h)
 }
 
 // attempt makes one Redlock attempt: SET NX PX with a fresh token on every
 // node at once (or the recipe's or the fenced lock's script), deciding at
-// quorum. It returns the validity and the new holding, or an error that
-// says why the attempt failed; a failed attempt's keys are discarded on
-// every node that did not refuse.
-func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, tally, error) {
+// quorum. It returns the new holding, or an error that says why the
+// attempt failed; a failed attempt's keys are discarded on every node that
+// did not refuse.
+func (l *Lock) attempt(ctx context.Context) (*holding, tally, error) {
 	token := newToken()
 	if l.x != nil {
 		token += l.x.suffix
@@ -192,10 +195,10 @@ func (l *Lock) attempt(ctx context.Context) (time.Duration, *holding, tally, err
 	}
 	w, t, err := lockKeys(l).attempt(ctx, l.acquireCommand(h), h.arg, commit)
 	if err != nil {
-		return 0, nil, t, err
+		return nil, t, err
 	}
 	h.counted, h.fin, h.validUntil = w.counted, w.fin, w.until
-	return w.validity, h, t, nil
+	return h, t, nil
 }
 
 // discardOf is the delete of the lock's key holding token, which cannot

@@ -129,7 +129,7 @@ func (m *MultiLock) try(ctx context.Context) (time.Duration, tally, error) {
 	if err != nil {
 		return 0, t, err
 	}
-	return w.validity, t, m.startHolding(arg, w)
+	return w.until, t, m.startHolding(arg, w)
 }
 
 // startHolding starts a holding of every name, and of the set over them:

@@ -307,3 +307,58 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestValidityCountsFromReturn checks that the validity every primitive's
+// Acquire, and Extend, return counts from their return: a slow observer
+// (or anything else between the round's decision and the return) comes
+// off it, so that a caller who adds it to the time it read after Acquire never
+// counts past the keys' expiry. The deadline can be no later than the TTL
+// from before the call, as the keys were set after it.
+func TestValidityCountsFromReturn(t *testing.T) {
+	_, pools := cluster(t, 3)
+	ctx := ctxT(t, 20*time.Second)
+	const ttl, slow = 2 * time.Second, 300 * time.Millisecond
+	f, err := redlock.NewFactory(pools, redlock.WithTTL(ttl), redlock.WithAutoextend(false),
+		redlock.WithObserver(redlock.Observer{
+			AcquireDone: func(context.Context, redlock.AcquireEvent) { time.Sleep(slow) },
+			Extended:    func(redlock.ExtendEvent) { time.Sleep(slow) },
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	extended := f.NewLock("v:extend")
+	if _, err := extended.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acquires := []struct {
+		name    string
+		acquire func(context.Context) (time.Duration, error)
+	}{
+		{"lock", f.NewLock("v:lock").Acquire},
+		{"extend", extended.Extend},
+		{"rlock", f.NewRLock("v:rlock").Acquire},
+		{"read", f.NewReadLock("v:rw").Acquire},
+		{"write", f.NewWriteLock("v:rw2").Acquire},
+		{"semaphore", f.NewSemaphore("v:sem", 2).Acquire},
+		{"multilock", f.NewMultiLock([]string{"v:m1", "v:m2"}).Acquire},
+		{"election", f.NewElection("v:leader").Acquire},
+	}
+	for _, a := range acquires {
+		t.Run(a.name, func(t *testing.T) {
+			before := time.Now()
+			v, err := a.acquire(ctx)
+			after := time.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if deadline := after.Add(v); deadline.After(before.Add(ttl)) {
+				t.Fatalf("Acquire returned %v at %v after the call: the validity ends %v past the TTL from before the call",
+					v, after.Sub(before), deadline.Sub(before.Add(ttl)))
+			}
+			if v <= 0 {
+				t.Fatalf("Acquire returned a validity of %v with a TTL of %v", v, ttl)
+			}
+		})
+	}
+}

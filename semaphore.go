@@ -147,12 +147,12 @@ func (s *Semaphore) try(ctx context.Context) (time.Duration, tally, error) {
 	var last tally
 	for k := range s.permits {
 		l := s.slots[(start+k)%s.permits]
-		v, t, err := l.try(ctx)
+		until, t, err := l.try(ctx)
 		if err == nil {
 			s.held.mu.Lock()
 			s.cur, s.slot = l.holding(), l
 			s.held.mu.Unlock()
-			return v, t, nil
+			return until, t, nil
 		}
 		lastErr, last = err, t
 		if ctx.Err() != nil || err == errAcquireClosed {
