@@ -60,8 +60,19 @@ type extender struct {
 	// holds the batch that take returns; args the extension arguments of
 	// the last batch that every node answered, which no call reads any
 	// more.
-	taken []*holding
-	bufs  [batchesInFlight]batchBufs
+	taken    []*holding
+	bufs     [batchesInFlight]batchBufs
+	requeues []requeue
+}
+
+// requeue is what a batch's outcome asks of the extender's queues for one
+// holding: to move its expiry when its validity moved (later), and to plan
+// its next extension wait from now. The loop applies a batch's requeues
+// under one lock.
+type requeue struct {
+	h         *holding
+	later     bool
+	now, wait time.Duration
 }
 
 // batchBufs are one in-flight batch's buffers: its extension arguments
@@ -342,7 +353,11 @@ func (e *extender) stop() {
 }
 
 // extend sends the holdings to every node in batches of maxExtendBatch at
-// most, all at once, and applies the outcome per lock.
+// most, all at once, and applies the outcome per lock. It waits for the
+// last batch first: on a pipelined connection its replies come after the
+// others', so the loop wakes once for all of them rather than once per
+// batch (each wake-up of a goroutine, and of the thread that runs it, was
+// a part of the client's CPU at a million held locks).
 func (e *extender) extend(holdings []*holding) {
 	var rounds [batchesInFlight]round
 	var cmds [batchesInFlight]*command
@@ -354,13 +369,16 @@ func (e *extender) extend(holdings []*holding) {
 		rounds[n] = fans[n].send(context.Background(), cmds[n])
 		n++
 	}
+	for k := n - 1; k >= 0; k-- {
+		fans[k].wait(context.Background(), &rounds[k], true)
+	}
 	for k := range n {
 		r := &rounds[k]
-		fans[k].wait(context.Background(), r, true)
 		now := onMonotonic(r.decided) // the batch's next extensions count from its end: one clock reading for all
 		for i, h := range holdings[k*maxExtendBatch : min((k+1)*maxExtendBatch, len(holdings))] {
 			e.apply(h, *r, i, now)
 		}
+		e.requeueAll()
 		e.bufs[k] = batchBufs{}
 		if r.late == 0 { // every call delivered: none reads the arguments or their RESP now
 			clear(cmds[k].args)
@@ -412,7 +430,7 @@ func (e *extender) apply(h *holding, r round, i int, now time.Duration) {
 		if validity > 0 {
 			if later, err := h.moveEnd(l.cfg.validUntil(r.start)); err == nil {
 				l.obs.extended(l.name, true, nil)
-				e.extended(h, later, now, validity*3/4)
+				e.requeues = append(e.requeues, requeue{h: h, later: later, now: now, wait: validity * 3 / 4})
 				return
 			}
 		}
@@ -428,29 +446,26 @@ func (e *extender) apply(h *holding, r round, i int, now time.Duration) {
 		return
 	}
 	l.obs.extended(l.name, true, err) // retried while the validity lasts
-	e.reschedule(h, now, max(h.remainingAt(now)/4, minExtendRetry))
+	e.requeues = append(e.requeues, requeue{h: h, now: now, wait: max(h.remainingAt(now)/4, minExtendRetry)})
 }
 
-// extended re-queues h after a batch extended it: for expiry when its
-// validity moved (later), and for its next extension, wait from now. One
-// lock for both, as a million held locks are extended at 44,000 a second.
-func (e *extender) extended(h *holding, later bool, now, wait time.Duration) {
+// requeueAll applies the requeues of a batch under one lock, as a million
+// held locks are extended at 44,000 a second, and forgets them.
+func (e *extender) requeueAll() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if later {
-		e.movedLocked(h)
+	for _, q := range e.requeues {
+		if q.later {
+			e.movedLocked(q.h)
+		}
+		e.rescheduleLocked(q.h, q.now, q.wait)
 	}
-	e.rescheduleLocked(h, now, wait)
+	e.mu.Unlock()
+	clear(e.requeues)
+	e.requeues = e.requeues[:0]
 }
 
-// reschedule plans h's next extension, wait from now, unless it was
+// rescheduleLocked plans h's next extension, wait from now, unless it was
 // unscheduled meanwhile.
-func (e *extender) reschedule(h *holding, now, wait time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.rescheduleLocked(h, now, wait)
-}
-
 func (e *extender) rescheduleLocked(h *holding, now, wait time.Duration) {
 	if h.extending {
 		e.queue.remove(h) // queued again by a StartAutoextend while in flight
