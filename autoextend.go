@@ -57,9 +57,9 @@ type extender struct {
 	// The loop's own buffers, reused from one batch to the next so that a
 	// hold of a million locks allocates next to nothing (each allocation
 	// brings the collector's marking of every held lock nearer): taken
-	// holds the batch that take returns; args the extension arguments of
-	// the last batch that every node answered, which no call reads any
-	// more.
+	// holds the batch that take returns; bufs the arguments and RESP of
+	// each batch in flight; requeues the outcomes of the batch being
+	// applied.
 	taken    []*holding
 	bufs     [batchesInFlight]batchBufs
 	requeues []requeue
@@ -376,7 +376,7 @@ func (e *extender) extend(holdings []*holding) {
 		r := &rounds[k]
 		now := onMonotonic(r.decided) // the batch's next extensions count from its end: one clock reading for all
 		for i, h := range holdings[k*maxExtendBatch : min((k+1)*maxExtendBatch, len(holdings))] {
-			e.apply(h, *r, i, now)
+			e.apply(h, r, i, now)
 		}
 		e.requeueAll()
 		e.bufs[k] = batchBufs{}
@@ -409,7 +409,7 @@ func (e *extender) batchCmd(batch []*holding, bufs *batchBufs) (fanout, *command
 
 // apply reads lock i's outcome from a batch round: extended when a quorum
 // said yes in time, lost when a quorum said no, else retried soon.
-func (e *extender) apply(h *holding, r round, i int, now time.Duration) {
+func (e *extender) apply(h *holding, r *round, i int, now time.Duration) {
 	l := h.l
 	var yes, no int
 	var yesAt [maxNodes]time.Duration

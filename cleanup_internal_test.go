@@ -7,19 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestCleanerDropsWhatDoesNotFit fills one node's cleanup queue past its
 // bound: the surplus is dropped, counted and logged, and what fitted is
 // still deleted once it may go.
 func TestCleanerDropsWhatDoesNotFit(t *testing.T) {
-	c := redistest.Start(t, 3)
-	pools := make([]Pool, 3)
-	for i, p := range c.Pools() {
-		pools[i] = p
-	}
+	c, pools := poolsOf(t, 3)
 	var logs bytes.Buffer
 	f, err := NewFactory(pools, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {

@@ -7,19 +7,13 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-
-	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestExtendManyCarriesTTLRuns: a batch of locks of two TTLs carries each
 // TTL once per run of locks in turn, and the node extends each key by its
 // own TTL; a key held by another token is left as it is.
 func TestExtendManyCarriesTTLRuns(t *testing.T) {
-	c := redistest.Start(t, 3)
-	pools := make([]Pool, 3)
-	for i, p := range c.Pools() {
-		pools[i] = p
-	}
+	c, pools := poolsOf(t, 3)
 	f, err := NewFactory(pools, WithLossDetection(false))
 	if err != nil {
 		t.Fatal(err)

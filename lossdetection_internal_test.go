@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-
-	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // TestRedirectToAStranger points a connection's tracking at a client that
@@ -16,11 +14,7 @@ import (
 // restart: checkRedirect refuses it and turns tracking off again, while a
 // redirect to the factory's named subscriber is kept.
 func TestRedirectToAStranger(t *testing.T) {
-	c := redistest.Start(t, 3)
-	pools := make([]Pool, 3)
-	for i, p := range c.Pools() {
-		pools[i] = p
-	}
+	c, pools := poolsOf(t, 3)
 	f, err := NewFactory(pools)
 	if err != nil {
 		t.Fatal(err)

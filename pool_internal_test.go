@@ -6,7 +6,18 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlockplus/redlock/internal/pipeline"
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
+
+// poolsOf starts n nodes and returns their pools as a factory takes them.
+func poolsOf(t *testing.T, n int) (*redistest.Cluster, []Pool) {
+	c := redistest.Start(t, n)
+	pools := make([]Pool, n)
+	for i, p := range c.Pools() {
+		pools[i] = p
+	}
+	return c, pools
+}
 
 // TestNewPoolGivesThePipelineASocket: a redis:// pool of NewPool lets the
 // pipelined transport dial a socket of its own; a TLS pool and a pool of
