@@ -71,7 +71,8 @@ type extender struct {
 // under one lock.
 type requeue struct {
 	h         *holding
-	later     bool
+	later     bool          // the validity moved, to until
+	until     time.Duration // on monotonic()
 	now, wait time.Duration
 }
 
@@ -90,8 +91,8 @@ func newExtender(g *nodeGroup) *extender {
 	e.expiry = time.AfterFunc(idleWake, e.expire)
 	e.expiry.Stop()
 	e.idle = sync.NewCond(&e.mu)
-	e.held = newTimeQueue(func(h *holding) time.Duration { return h.expAt }, func(h *holding) *int32 { return &h.pos })
-	e.queue = newTimeQueue(func(h *holding) time.Duration { return h.at }, func(h *holding) *int32 { return &h.qpos })
+	e.held = newTimeQueue(func(h *holding) time.Duration { return h.expAt }, func(h *holding) *int32 { return &h.pos }, func(h *holding) **[]*holding { return &h.expIn })
+	e.queue = newTimeQueue(func(h *holding) time.Duration { return h.at }, func(h *holding) *int32 { return &h.qpos }, func(h *holding) **[]*holding { return &h.qIn })
 	return e
 }
 
@@ -134,17 +135,21 @@ func (e *extender) push(h *holding, now time.Duration) bool {
 func (e *extender) moved(h *holding) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.movedLocked(h)
+	h.mu.Lock()
+	until := h.validUntil
+	h.mu.Unlock()
+	e.movedLocked(h, until)
 }
 
-func (e *extender) movedLocked(h *holding) {
+// movedLocked re-queues h for expiry at until, an end its validity has
+// reached. A later move may pass it meanwhile: then the expiry timer finds
+// h still valid at until, and puts it back at its end.
+func (e *extender) movedLocked(h *holding, until time.Duration) {
 	if !e.held.queued(h) {
 		return // ended, or being looked at by expire, which reads the new validity
 	}
 	e.held.remove(h)
-	h.mu.Lock()
-	h.expAt = h.validUntil
-	h.mu.Unlock()
+	h.expAt = until
 	e.held.put(h)
 }
 
@@ -366,9 +371,9 @@ func (e *extender) extend(holdings []*holding) {
 	for start := 0; start < len(holdings); start += maxExtendBatch {
 		batch := holdings[start:min(start+maxExtendBatch, len(holdings))]
 		fans[n], cmds[n] = e.batchCmd(batch, &e.bufs[n])
-		rounds[n] = fans[n].send(context.Background(), cmds[n])
 		n++
 	}
+	fans[0].sendAll(context.Background(), cmds[:n], rounds[:n])
 	for k := n - 1; k >= 0; k-- {
 		fans[k].wait(context.Background(), &rounds[k], true)
 	}
@@ -428,9 +433,10 @@ func (e *extender) apply(h *holding, r *round, i int, now time.Duration) {
 		slices.Sort(yesAt[:yes])
 		validity := l.cfg.validityAt(r.start, r.start.Add(yesAt[l.cfg.quorum-1]))
 		if validity > 0 {
-			if later, err := h.moveEnd(l.cfg.validUntil(r.start)); err == nil {
+			until := l.cfg.validUntil(r.start)
+			if later, err := h.moveEnd(until); err == nil {
 				l.obs.extended(l.name, true, nil)
-				e.requeues = append(e.requeues, requeue{h: h, later: later, now: now, wait: validity * 3 / 4})
+				e.requeues = append(e.requeues, requeue{h: h, later: later, until: onMonotonic(until), now: now, wait: validity * 3 / 4})
 				return
 			}
 		}
@@ -455,7 +461,7 @@ func (e *extender) requeueAll() {
 	e.mu.Lock()
 	for _, q := range e.requeues {
 		if q.later {
-			e.movedLocked(q.h)
+			e.movedLocked(q.h, q.until)
 		}
 		e.rescheduleLocked(q.h, q.now, q.wait)
 	}

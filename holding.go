@@ -37,6 +37,8 @@ type holding struct {
 	until     time.Duration // autoextension stops after this; 0: never
 	pos       int32         // 1 + its index in its bucket of the expiry queue; 0: not in it
 	qpos      int32         // 1 + its index in its bucket of the extension queue; 0: not in it
+	expIn     *[]*holding   // its bucket of the expiry queue, while in it
+	qIn       *[]*holding   // its bucket of the extension queue, while in it
 	extending bool          // autoextended
 	busy      bool          // part of the batch in flight
 
@@ -48,7 +50,7 @@ type holding struct {
 	// watchNext is the next live holding of the same name that the loss
 	// detector watches, under its mu (lossdetection.go): a chain instead of
 	// a record per name, 30-40 B less per held lock in its map. The holding
-	// stays in its size class (160 B) with it.
+	// stays in its size class (176 B) with it.
 	watchNext *holding
 }
 

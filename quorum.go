@@ -84,52 +84,74 @@ func (f *fanout) run(ctx context.Context, cmd *command, waitAll bool) round {
 // only when a reply decides the round or completes it (roundBuf.arrive),
 // so no sender ever blocks on a caller that has gone.
 func (f *fanout) send(ctx context.Context, cmd *command) round {
-	buf := getRoundBuf(len(f.nodes), f.quorum)
-	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, cmd: cmd, buf: buf}
 	if cmd.detached && ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
+	var cs [maxNodes]*call
+	r := f.prepare(cmd, cs[:len(f.nodes)])
+	f.start(ctx, cs[:len(f.nodes)])
+	return r
+}
+
+// sendAll sends the commands as rounds[k] like send, all at once: on a
+// pipelined node they go out in one write, where one by one each would
+// queue behind the replies to the one before. ctx must suit every command
+// (the extender's batches send with none).
+func (f *fanout) sendAll(ctx context.Context, cmds []*command, rounds []round) {
+	var cs [batchesInFlight * maxNodes]*call
+	n := len(f.nodes)
+	for k, cmd := range cmds {
+		rounds[k] = f.prepare(cmd, cs[k*n:(k+1)*n])
+	}
+	f.start(ctx, cs[:len(cmds)*n])
+}
+
+// prepare makes the round of cmd and its calls, cs[i] for node i.
+func (f *fanout) prepare(cmd *command, cs []*call) round {
+	buf := getRoundBuf(len(f.nodes), f.quorum)
+	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, cmd: cmd, buf: buf}
 	if !f.fifo {
 		r.fin = newFinish(len(f.nodes))
 	}
 	sent := r.start.UnixMicro()
-	var cs [maxNodes]*call
 	for i, n := range f.nodes {
 		c := calls.Get().(*call)
 		c.cmd, c.n, c.idx, c.fin, c.buf, c.obs, c.sent = cmd, n, uint8(n.index), r.fin, buf, f.obs, sent
 		cs[i] = c
 	}
-	f.start(ctx, cs[:len(f.nodes)])
 	return r
 }
 
-// start starts a round's calls, cs[i] on node i. Under starts, every node
-// queues the calls of concurrent rounds in one order (batchTransport says
-// why). A pipelined node's call is prepared before and only put in its
-// connection's queue under it; the queues this round must write are written
-// once it is released, so that neither a write nor a cluster's slot map
-// holds up the other rounds.
+// start starts the calls of one or more rounds: cs[i] on node i modulo the
+// node count. Under starts, every node queues the calls of concurrent
+// rounds in one order (batchTransport says why). A pipelined node's call
+// is prepared before and only put in its connection's queue under it; the
+// queues these rounds must write are written once it is released, each
+// once, so that neither a write nor a cluster's slot map holds up the
+// other rounds.
 func (f *fanout) start(ctx context.Context, cs []*call) {
+	nodeOf := func(i int) *node { return f.nodes[i%len(f.nodes)] }
 	if f.starts == nil {
-		for i, n := range f.nodes {
-			n.tr.start(ctx, cs[i])
+		for i, c := range cs {
+			nodeOf(i).tr.start(ctx, c)
 		}
 		return
 	}
-	for i, n := range f.nodes {
-		if p, ok := n.tr.(*pipeTransport); ok {
-			p.prepare(ctx, cs[i])
+	for i, c := range cs {
+		if p, ok := nodeOf(i).tr.(*pipeTransport); ok {
+			p.prepare(ctx, c)
 		}
 	}
-	var owed uint64 // the pipelined nodes whose queue waits for this round's write
+	var owed uint64 // the pipelined nodes whose queue waits for these rounds' write
 	f.starts.Lock()
-	for i, n := range f.nodes {
+	for i, c := range cs {
+		n := nodeOf(i)
 		p, ok := n.tr.(*pipeTransport)
 		switch {
 		case !ok:
-			n.tr.start(ctx, cs[i])
-		case p.conn.Put(cs[i]):
-			owed |= 1 << i
+			n.tr.start(ctx, c)
+		case p.conn.Put(c):
+			owed |= 1 << (i % len(f.nodes))
 		}
 	}
 	f.starts.Unlock()

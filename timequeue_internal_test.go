@@ -13,7 +13,7 @@ import (
 // first and remove, the holdings come out in order of their buckets.
 func TestTimeQueue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	q := newTimeQueue(func(h *holding) time.Duration { return h.at }, func(h *holding) *int32 { return &h.qpos })
+	q := newTimeQueue(func(h *holding) time.Duration { return h.at }, func(h *holding) *int32 { return &h.qpos }, func(h *holding) **[]*holding { return &h.qIn })
 	hs := make([]*holding, 500)
 	for i := range hs {
 		hs[i] = &holding{}
