@@ -433,10 +433,10 @@ func (e *extender) apply(h *holding, r *round, i int, now time.Duration) {
 		slices.Sort(yesAt[:yes])
 		validity := l.cfg.validityAt(r.start, r.start.Add(yesAt[l.cfg.quorum-1]))
 		if validity > 0 {
-			until := l.cfg.validUntil(r.start)
+			until := onMonotonic(l.cfg.validUntil(r.start))
 			if later, err := h.moveEnd(until); err == nil {
 				l.obs.extended(l.name, true, nil)
-				e.requeues = append(e.requeues, requeue{h: h, later: later, until: onMonotonic(until), now: now, wait: validity * 3 / 4})
+				e.requeues = append(e.requeues, requeue{h: h, later: later, until: until, now: now, wait: validity * 3 / 4})
 				return
 			}
 		}

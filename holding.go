@@ -154,18 +154,17 @@ func (h *holding) remainingAt(now time.Duration) time.Duration {
 // the extender's expiry queue. It fails with the holding's end when it
 // ended meanwhile.
 func (h *holding) extendTo(until time.Time) error {
-	later, err := h.moveEnd(until)
+	later, err := h.moveEnd(onMonotonic(until))
 	if later && h.l != nil {
 		h.l.f.ext.moved(h)
 	}
 	return err
 }
 
-// moveEnd moves the end of the validity to until, if later, and reports
-// whether it did; the caller tells the expiry queue. It fails with the
-// holding's end when it ended meanwhile.
-func (h *holding) moveEnd(until time.Time) (later bool, err error) {
-	u := onMonotonic(until)
+// moveEnd moves the end of the validity to u (on monotonic()), if later,
+// and reports whether it did; the caller tells the expiry queue. It fails
+// with the holding's end when it ended meanwhile.
+func (h *holding) moveEnd(u time.Duration) (later bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cause != nil {

@@ -96,7 +96,8 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 // sendAll sends the commands as rounds[k] like send, all at once: on a
 // pipelined node they go out in one write, where one by one each would
 // queue behind the replies to the one before. ctx must suit every command
-// (the extender's batches send with none).
+// (the extender's batches send with none), and there are batchesInFlight
+// commands at most.
 func (f *fanout) sendAll(ctx context.Context, cmds []*command, rounds []round) {
 	var cs [batchesInFlight * maxNodes]*call
 	n := len(f.nodes)
