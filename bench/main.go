@@ -219,6 +219,7 @@ func targets() []target {
 	}
 	ts = append(ts, ownServerTargets()...)
 	ts = append(ts, lossDetectionTargets()...)
+	ts = append(ts, featureTargets()...)
 	ts = append(ts, adapterTargets()...)
 	ts = append(ts, rueidislockTargets()...)
 	ts = append(ts,

@@ -64,17 +64,18 @@ func excluded(w benchkit.Workload, name string) bool {
 }
 
 // lossDetectionTargets is this library without loss detection, beside the
-// default redlock on W7: what loss detection costs the nodes per held lock
-// (S2 of issue 23).
+// default redlock on W7, what loss detection costs the nodes per held lock
+// (S2 of issue 23), and on W2, what it costs the client per cycle (E1,
+// featureTargets).
 func lossDetectionTargets() []target {
-	w7 := func(w benchkit.Workload) bool { return w.Goal() == "W7" }
+	runs := func(w benchkit.Workload) bool { return w.Goal() == "W7" || isW2(w) }
 	return []target{
 		{
 			name: "redlock-untracked",
 			build: func(_ []string, ps []*redis.Pool, _ benchkit.Workload) (benchkit.Target, error) {
 				return benchkit.Ours("redlock-untracked", lockPools(ps), redlock.WithLossDetection(false))
 			},
-			runs: w7,
+			runs: runs,
 		},
 	}
 }
