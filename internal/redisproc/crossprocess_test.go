@@ -31,21 +31,7 @@ func TestTwoBinariesOnePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTwoBinariesOnePort$")
-	cmd.Env = append(os.Environ(), envSharedPort+"="+strconv.Itoa(shared))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd, stdin, stdout := startChild(t, "TestTwoBinariesOnePort", envSharedPort+"="+strconv.Itoa(shared))
 	child := make(chan [2]int, 1)
 	go readStarted(stdout, child)
 
@@ -106,3 +92,67 @@ func readStarted(r io.Reader, started chan<- [2]int) {
 
 // addrOf is the loopback address of port.
 func addrOf(port int) string { return (&Process{Port: port}).Addr() }
+
+// startChild re-executes this test binary to run the test named test
+// alone, with env added to its environment: the other process of a
+// cross-process test. The child ends when the test does at the latest.
+func startChild(t *testing.T, test, env string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout io.Reader) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err = cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, stdin, stdout
+}
+
+// envHeldPort tells the child of TestReservedAcrossProcesses which port
+// to reserve.
+const envHeldPort = "REDISPROC_TEST_HELD_PORT"
+
+// A port that one test process picked stays its own while it lives: the
+// kernel offers a port that a killed node freed to the next bind that
+// asks for any port, and a second test binary must not take it, or the
+// killed node's replica or client would reach that binary's server. Once
+// the process has exited, however it ended, the port can be reserved
+// again.
+func TestReservedAcrossProcesses(t *testing.T) {
+	if port := os.Getenv(envHeldPort); port != "" {
+		p, _ := strconv.Atoi(port)
+		if _, ok := reserve(p); !ok {
+			t.Fatalf("child: port %d is not free to reserve", p)
+		}
+		os.Stdout.WriteString("held\n")
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
+		return
+	}
+	port := 40000 + os.Getpid()%20000 // not one this binary picks: reserve is called directly
+	cmd, stdin, stdout := startChild(t, "TestReservedAcrossProcesses", envHeldPort+"="+strconv.Itoa(port))
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "held\n" {
+		t.Fatalf("the child did not reserve port %d: %q, %v", port, line, err)
+	}
+	if f, ok := reserve(port); ok {
+		f.Close()
+		t.Fatalf("port %d reserved by this process while the child holds it", port)
+	}
+	if err := cmd.Process.Kill(); err != nil { // ended without a word: the kernel drops its lock
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	stdin.Close()
+	f, ok := reserve(port)
+	if !ok || f == nil {
+		t.Fatalf("port %d not reserved once its holder died (ok %v, file %v)", port, ok, f)
+	}
+	f.Close()
+}
