@@ -33,8 +33,8 @@ func nodesFor(t *testing.T, pools []redlock.Pool) []redlock.Node {
 		}
 		addrs[i] = redlock.PoolNode(p).Addr()
 	}
-	switch c := os.Getenv(clientEnv); c {
-	case "", "redigo":
+	switch c := clientName(); c {
+	case "redigo":
 		return poolNodes(pools)
 	case "goredis":
 		return goredisNodes(t, addrs)
@@ -45,6 +45,19 @@ func nodesFor(t *testing.T, pools []redlock.Pool) []redlock.Node {
 		return nil
 	}
 }
+
+// clientName is the client that clientEnv names: redigo when unset.
+func clientName() string {
+	if c := os.Getenv(clientEnv); c != "" {
+		return c
+	}
+	return "redigo"
+}
+
+// otherClients are the clients that TestSafety also runs the
+// client-sensitive scenarios over (overOtherClients), besides redigo's
+// pools.
+var otherClients = []string{"goredis", "rueidis"}
 
 func poolNodes(pools []redlock.Pool) []redlock.Node {
 	nodes := make([]redlock.Node, len(pools))

@@ -13,6 +13,13 @@
 // and fencing variants, built inside the tests, show that the checks catch
 // what they must.
 //
+// The library's factories use redigo pools, or go-redis or rueidis
+// clients when REDLOCK_FAILOVER_CLIENT says so. A run over redigo ends
+// with the scenarios where a client's own queueing, retries and
+// reconnection meet the faults (minority faults, connection resets,
+// fencing under faults) over each of the other two clients, on the same
+// cluster (TestSafety/over_goredis, TestSafety/over_rueidis).
+//
 // TestClusterFailover runs on a Redis Cluster of its own, 3 masters with
 // a replica each (one container per node on Docker, created by commands
 // from the local image; redistest.StartRedisCluster's processes

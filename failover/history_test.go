@@ -292,6 +292,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 type report struct {
 	Scenario    string         `json:"scenario"`
 	Backend     string         `json:"backend"`
+	Client      string         `json:"client"` // the library's factories' (clientName)
 	Clients     int            `json:"clients"`
 	Attempts    int            `json:"attempts"`
 	Successes   int            `json:"successes"`
@@ -334,8 +335,8 @@ func causes(m map[string]int) string {
 }
 
 func (r report) String() string {
-	s := fmt.Sprintf("%s [%s]: clients=%d attempts=%d successes=%d failures{%s} overlaps=%d lost_updates=%d orphans=%d acquire_p50=%v p99=%v",
-		r.Scenario, r.Backend, r.Clients, r.Attempts, r.Successes, causes(r.Failures),
+	s := fmt.Sprintf("%s [%s, %s]: clients=%d attempts=%d successes=%d failures{%s} overlaps=%d lost_updates=%d orphans=%d acquire_p50=%v p99=%v",
+		r.Scenario, r.Backend, r.Client, r.Clients, r.Attempts, r.Successes, causes(r.Failures),
 		r.Overlaps, r.LostUpdates, r.Orphans, r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond))
 	if r.Detect > 0 {
 		s += fmt.Sprintf(" detect=%v", r.Detect.Round(time.Millisecond))
@@ -352,6 +353,7 @@ var reportMu sync.Mutex
 // log writes the figures to the test log and the report file.
 func (r report) log(t *testing.T) {
 	t.Helper()
+	r.Client = clientName()
 	t.Log(r.String())
 	path := os.Getenv("FAILOVER_REPORT")
 	if path == "" {

@@ -53,6 +53,30 @@ func TestSafety(t *testing.T) {
 	t.Run("13_empty_restarts_under_contention", s.emptyRestarts)
 	t.Run("14_clock_step", s.clockStep)
 	t.Run("15_restart_guard_cost", s.restartGuardCost)
+	if clientName() == "redigo" {
+		for _, c := range otherClients {
+			t.Run("over_"+c, func(t *testing.T) { s.overClient(t, c) })
+		}
+	}
+}
+
+// overClient runs, over the named client (see nodesFor) on the same
+// cluster, the scenarios where a client's own queueing, retries and
+// reconnection meet the faults: minority faults (each client orders and
+// times out its commands in its own way; kills make it reconnect),
+// connection resets, and fencing under faults. The whole suite runs over
+// it with REDLOCK_FAILOVER_CLIENT; this keeps every run of the suite
+// honest about all three clients at a fraction of the time.
+func (s *suite) overClient(t *testing.T, client string) {
+	t.Setenv(clientEnv, client)
+	// Scenario 8's TTL is 10 s, and the scenarios before killed nodes:
+	// they vote for it once they have run for 10 s.
+	s.waitVoting(t, factory(t, s.c.Pools(), redlock.WithTTL(10*time.Second)))
+	// WithPipelining chooses between redigo's paths; a client's nodes
+	// have one.
+	t.Run("08_connection_resets", func(t *testing.T) { s.connectionResetsOn(t, "over_"+client, true) })
+	t.Run("03_minority_faults", s.minorityFaults)
+	t.Run("11_fencing_under_faults", func(t *testing.T) { s.fencingUnderFaults(t, "11 fencing under faults") })
 }
 
 // waitVoting waits until every node votes for f's locks, as
@@ -280,7 +304,7 @@ func (s *suite) minorityFaults(t *testing.T) {
 		n := h.successesIn(from, to)
 		notes = append(notes, fmt.Sprintf("%s %v: %d", kind, p, n))
 		if n == 0 {
-			t.Errorf("no acquisition while nodes %v were %s", p, kind)
+			t.Errorf("no acquisition while nodes %v were %s; failed attempts by cause: %v", p, kind, h.failuresIn(from, to))
 		}
 		// Commands a paused node queued run when it resumes, and a SET of an
 		// attempt abandoned long ago then holds its key for a TTL: a
