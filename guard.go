@@ -235,15 +235,37 @@ func (g *nodeGuard) moved(window time.Duration) error {
 	return nil
 }
 
+// maxSettleReads bounds the readings of one verify: a node that saves
+// every second never settles, and its next vote asks again.
+const maxSettleReads = 3
+
 // verify reads the node's facts again in the background, once at a time,
-// for a transport whose votes name their process by LASTSAVE.
+// for a transport whose votes name their process by LASTSAVE. Facts read
+// in the second of the node's last save or start do not settle (see
+// young), so it reads them again in the node's next second: a vote that
+// comes while a reading is under way starts none, and the node would
+// otherwise stay out until some later vote asked, which it would refuse.
 func (g *nodeGuard) verify() {
 	if g.n.fifo || !g.verifying.CompareAndSwap(false, true) {
 		return
 	}
-	if !g.n.set.o.spawn(func() {
+	o := g.n.set.o
+	if !o.spawn(func() {
 		defer g.verifying.Store(false)
-		g.n.readFacts(g.n.set.nodeTimeout)
+		for range maxSettleReads {
+			f, err := g.n.readFacts(g.n.set.nodeTimeout)
+			if err != nil || f.infoErr != nil || f.clock/1e6 > f.lastsave {
+				return
+			}
+			next := time.Duration(1e6-f.clock%1e6)*time.Microsecond + 10*time.Millisecond
+			t := time.NewTimer(next)
+			select {
+			case <-t.C:
+			case <-o.dying:
+				t.Stop()
+				return
+			}
+		}
 	}) {
 		g.verifying.Store(false)
 	}
