@@ -228,7 +228,8 @@ func (s *suite) fencingUnderFaults(t *testing.T, title string) {
 		n := h.successesIn(from, to)
 		notes = append(notes, fmt.Sprintf("%s %v: %d", fl.name, fl.nodes, n))
 		if n == 0 {
-			t.Errorf("no acquisition while nodes %v were %s", fl.nodes, fl.name)
+			t.Errorf("no acquisition while nodes %v were %s; failed attempts by cause: %v; the first error of each cause: %q",
+				fl.nodes, fl.name, h.failuresIn(from, to), h.failureExamplesIn(from, to))
 		}
 		time.Sleep(ttl) // keys of attempts a fault stranded expire
 		// A node restarted empty votes again once the restart guard's

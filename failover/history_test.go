@@ -96,10 +96,11 @@ func newHistory() *history {
 // span is a stretch of the shared clock.
 type span struct{ from, to time.Duration }
 
-// failedSpan is a failed acquire and its cause.
+// failedSpan is a failed acquire, its cause and its error.
 type failedSpan struct {
 	span
 	cause string
+	err   string
 }
 
 // attempt records one acquire attempt that ran from t0 to t1.
@@ -115,7 +116,7 @@ func (h *history) attempt(t0, t1 time.Duration, err error) {
 	}
 	c := cause(err)
 	h.failures[c]++
-	h.failedAt = append(h.failedAt, failedSpan{span{t0, t1}, c})
+	h.failedAt = append(h.failedAt, failedSpan{span{t0, t1}, c, err.Error()})
 }
 
 // hold records a holding.
@@ -167,6 +168,21 @@ func (h *history) failuresIn(from, to time.Duration) map[string]int {
 	for _, f := range h.failedAt {
 		if f.from >= from && f.to < to {
 			out[f.cause]++
+		}
+	}
+	return out
+}
+
+// failureExamplesIn returns, for each cause of the acquires that failed
+// within [from, to), the error of the first of them: what a window without
+// an acquisition saw.
+func (h *history) failureExamplesIn(from, to time.Duration) map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]string{}
+	for _, f := range h.failedAt {
+		if _, seen := out[f.cause]; !seen && f.from >= from && f.to < to {
+			out[f.cause] = f.err
 		}
 	}
 	return out

@@ -304,7 +304,8 @@ func (s *suite) minorityFaults(t *testing.T) {
 		n := h.successesIn(from, to)
 		notes = append(notes, fmt.Sprintf("%s %v: %d", kind, p, n))
 		if n == 0 {
-			t.Errorf("no acquisition while nodes %v were %s; failed attempts by cause: %v", p, kind, h.failuresIn(from, to))
+			t.Errorf("no acquisition while nodes %v were %s; failed attempts by cause: %v; the first error of each cause: %q",
+				p, kind, h.failuresIn(from, to), h.failureExamplesIn(from, to))
 		}
 		// Commands a paused node queued run when it resumes, and a SET of an
 		// attempt abandoned long ago then holds its key for a TTL: a
