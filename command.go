@@ -21,6 +21,10 @@ type command struct {
 	// its wait: a SET must finish so that its fate is known, and a delete
 	// must reach slow nodes too.
 	detached bool
+	// contest marks an acquire attempt's command, on which a refusal means
+	// another client holds a key: the round then waits for the nodes that
+	// have not answered only briefly (fanout.wait).
+	contest bool
 	// deleteTTL, when positive, marks a delete that must happen: the script
 	// deletes KEYS[i] when it holds ARGV[i], and a node that fails it hands
 	// those deletes to its cleaner, for the keys' TTL at most.
@@ -92,6 +96,13 @@ func plainCmd(judge func(v any) reply, name string, args ...any) *command {
 // detach marks cmd as outliving the caller's context; see command.
 func (cmd *command) detach() *command {
 	cmd.detached = true
+	return cmd
+}
+
+// attempt marks cmd as an acquire attempt's: detached, and contested
+// once a node refuses it (see command.contest).
+func (cmd *command) attempt() *command {
+	cmd.detached, cmd.contest = true, true
 	return cmd
 }
 

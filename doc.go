@@ -169,6 +169,9 @@
 //   - ErrNoLeader: Election.Leader found no campaigner leading.
 //   - ErrNodeBusy: a node that stopped answering had too many commands in
 //     flight, so a command failed at once (in a *NodeError).
+//   - ErrContested: an acquire attempt that another client's key refused
+//     on a node stopped waiting for a node that had not answered (in a
+//     *NodeError; it also matches context.DeadlineExceeded).
 //   - ErrNotVoting: the node guard kept a node out of the vote (it
 //     restarted recently without durable storage, or its clock is off);
 //     it comes in a *NodeError and says which.

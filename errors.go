@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,6 +56,17 @@ var ErrNoLeader = newSentinel("redlock: no leader")
 // flight, so a command failed at once instead of adding one more; it comes
 // in a *NodeError, and the other nodes decide the round.
 var ErrNodeBusy = newSentinel("redlock: node busy")
+
+// ErrContested: a node had not answered an acquire attempt when the
+// attempt gave up on it, because another client's key had made another
+// node refuse the attempt, so that only this node's yes could still make
+// the quorum. A contested attempt waits for such nodes about as long
+// again as the refusal took to come, not the node timeout, so that it
+// does not keep its keys on the nodes that granted it while a minority is
+// silent (docs/SAFETY.md, "Attempts decide at quorum"). It comes in a
+// *NodeError, and also matches context.DeadlineExceeded: the node did not
+// answer within the attempt's wait.
+var ErrContested = newSentinel("redlock: no reply before a contested attempt gave up", context.DeadlineExceeded)
 
 // ErrNotVoting: a node's yes was not counted, because the node guard keeps
 // the node out of the vote: it restarted less than the restart window ago

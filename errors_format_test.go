@@ -26,6 +26,7 @@ var sentinels = map[string]error{
 	"ErrFenceNotCommitted": redlock.ErrFenceNotCommitted,
 	"ErrNoLeader":          redlock.ErrNoLeader,
 	"ErrNodeBusy":          redlock.ErrNodeBusy,
+	"ErrContested":         redlock.ErrContested,
 	"ErrNotVoting":         redlock.ErrNotVoting,
 	"ErrReplicaAck":        redlock.ErrReplicaAck,
 }

@@ -104,7 +104,7 @@ func (ks keySet) attempt(ctx context.Context, cmd *command, token any, commit fu
 	l := ks.lead()
 	// The SETs outlive a cancelled ctx (bounded by the node timeout), so a
 	// cancelled attempt learns what each node did and can clean up after it.
-	r := l.fan.run(ctx, cmd.detach(), false)
+	r := l.fan.run(ctx, cmd.attempt(), false)
 	defer r.free()
 	t := tallyOf(&r)
 	validity := l.cfg.validity(&r)

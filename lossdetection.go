@@ -525,7 +525,7 @@ func (d *lossDetector) untrack() {
 		if enabled&(1<<i) == 0 {
 			continue
 		}
-		b := getRoundBuf(1, 1)
+		b := getRoundBuf(1, 1, false)
 		c := &call{cmd: cmd, n: n, buf: b, fin: newFinish(1)}
 		n.tr.start(context.Background(), c)
 		b.unref() // nobody reads the reply

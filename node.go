@@ -125,7 +125,7 @@ func timeEvidence(v any) (evidence, error) {
 
 // do runs one command on the node and waits for its reply, at most wait.
 func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
-	b := getRoundBuf(1, 1)
+	b := getRoundBuf(1, 1, false)
 	defer b.unref() // the caller's reference; the call holds its own
 	c := &call{cmd: cmd, n: n, buf: b, fin: newFinish(1), sent: time.Now().UnixMicro()}
 	n.tr.start(ctx, c)

@@ -109,7 +109,7 @@ func (f *fanout) sendAll(ctx context.Context, cmds []*command, rounds []round) {
 
 // prepare makes the round of cmd and its calls, cs[i] for node i.
 func (f *fanout) prepare(cmd *command, cs []*call) round {
-	buf := getRoundBuf(len(f.nodes), f.quorum)
+	buf := getRoundBuf(len(f.nodes), f.quorum, cmd.contest)
 	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, cmd: cmd, buf: buf}
 	if !f.fifo {
 		r.fin = newFinish(len(f.nodes))
@@ -170,27 +170,45 @@ func (f *fanout) start(ctx context.Context, cs []*call) {
 // Close cut it short. The caller parks once per decision, not once per
 // reply: the handing over of each reply through a channel and a select
 // was a fifth of the client's CPU in a W2 cycle (BENCHMARKS.md).
+//
+// A contested attempt, one that a node refused (command.contest), waits
+// for the nodes still silent until twice the time the first refusal took
+// to come, contestWait at least, and then gives up on them (ErrContested).
+// Only yeses from all of them could still make its quorum, and meanwhile
+// it holds keys on the nodes that granted it: two attempts that split the
+// free nodes would each wait the node timeout for a silent minority, and
+// the next contenders split them again as those keys go at different
+// moments (failover scenario 11 over go-redis: no acquisition in a 1.5 s
+// window with two nodes partitioned away). Giving up early is always
+// safe: a failed attempt deletes what it set, as after the node timeout.
 func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 	if waitAll {
 		r.arrived = make([]time.Duration, len(f.nodes))
 	}
 	maxRefusals := len(f.nodes) - f.quorum
+	limit, silence := f.nodeTimeout, error(context.DeadlineExceeded)
 	var t *time.Timer
 	for {
 		f.collect(ctx, r)
 		if r.got|r.late == r.all64() || !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
 			break
 		}
+		if r.cmd.contest && r.noes > 0 && silence != ErrContested {
+			limit, silence = min(limit, max(2*time.Since(r.start), contestWait)), ErrContested
+			if t != nil {
+				t.Reset(limit - time.Since(r.start))
+			}
+		}
 		if t == nil {
 			t = timers.Get().(*time.Timer)
-			t.Reset(f.nodeTimeout - time.Since(r.start))
+			t.Reset(limit - time.Since(r.start))
 		}
 		var err error
 		select {
 		case <-r.buf.wake:
 			continue
 		case <-t.C:
-			err = context.DeadlineExceeded
+			err = silence
 		case <-ctx.Done():
 			err = ctx.Err()
 		case <-f.dying:
@@ -208,6 +226,10 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 		f.obs.undecided(ctx, r)
 	}
 }
+
+// contestWait is the least a contested attempt waits for its silent
+// nodes (fanout.wait): a few round trips of a loaded host.
+const contestWait = 5 * time.Millisecond
 
 // collect counts the replies that have arrived since the last look, in
 // node order.
@@ -247,9 +269,15 @@ type roundBuf struct {
 	// the one that wakes the caller.
 	tally  atomic.Uint32
 	quorum int
-	// wake is sent to when the round is decided and when it is complete:
-	// at most twice (the yes and the refusal that decide exclude each
-	// other), so its capacity of 2 never blocks a sender.
+	// contest: the round is an acquire attempt's (command.contest), whose
+	// caller is woken by its first refusal too; refused counts the
+	// refusals (not the failures) of such a round.
+	contest bool
+	refused atomic.Int32
+	// wake is sent to when the round is decided, when it is complete and,
+	// in a contested round, at its first refusal: at most three times (the
+	// yes and the refusal that decide exclude each other), so its capacity
+	// of 3 never blocks a sender.
 	wake chan struct{}
 	refs atomic.Int32
 }
@@ -257,23 +285,24 @@ type roundBuf struct {
 // roundBufs recycles round buffers by node count.
 var roundBufs [maxNodes + 1]sync.Pool
 
-func getRoundBuf(nodes, quorum int) *roundBuf {
+func getRoundBuf(nodes, quorum int, contest bool) *roundBuf {
 	b, ok := roundBufs[nodes].Get().(*roundBuf)
 	if !ok {
-		b = &roundBuf{slots: make([]reply, nodes), wake: make(chan struct{}, 2)}
+		b = &roundBuf{slots: make([]reply, nodes), wake: make(chan struct{}, 3)}
 	}
-	b.quorum = quorum
+	b.quorum, b.contest = quorum, contest
 	b.refs.Store(int32(nodes + 1))
 	return b
 }
 
 // arrive marks node i's reply, already in its slot, and wakes the caller
 // when this reply decides the round (the quorum-th yes, or the refusal
-// that puts a quorum out of reach) or is the last one. A round that waits
-// for every node is woken twice at most; one that decides early, once.
-// Each of the three conditions holds for one reply only, as the tally's
-// counts are unique to the reply that made them.
-func (b *roundBuf) arrive(i uint8, yes bool) {
+// that puts a quorum out of reach), is the last one or is a contested
+// round's first refusal (refused: the node answered no). A round that
+// waits for every node is woken twice at most; one that decides early,
+// once, and a contested one once more. Each condition holds for one reply
+// only, as the counts are unique to the reply that made them.
+func (b *roundBuf) arrive(i uint8, yes, refused bool) {
 	b.arrived.Or(1 << i)
 	var v uint32
 	if yes {
@@ -284,7 +313,8 @@ func (b *roundBuf) arrive(i uint8, yes bool) {
 	oks, refusals := int(v&0xffff), int(v>>16)
 	nodes := len(b.slots)
 	decides := yes && oks == b.quorum || !yes && refusals == nodes-b.quorum+1
-	if decides || oks+refusals == nodes {
+	contested := refused && b.contest && b.refused.Add(1) == 1
+	if decides || contested || oks+refusals == nodes {
 		b.wake <- struct{}{}
 	}
 }
@@ -298,6 +328,7 @@ func (b *roundBuf) unref() {
 	clear(b.slots)
 	b.arrived.Store(0)
 	b.tally.Store(0)
+	b.refused.Store(0)
 	for len(b.wake) > 0 {
 		<-b.wake
 	}

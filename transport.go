@@ -167,7 +167,7 @@ func (c *call) deliver(rep reply) {
 		c.obs.delivered(c.n, &rep)
 	}
 	c.buf.slots[c.idx] = rep
-	c.buf.arrive(c.idx, rep.err == nil && rep.ok)
+	c.buf.arrive(c.idx, rep.err == nil && rep.ok, rep.err == nil && !rep.ok)
 	if c.fin != nil {
 		if rep.err != nil {
 			c.fin.failed.Or(1 << c.idx)

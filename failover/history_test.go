@@ -240,6 +240,8 @@ func (h *history) firstSuccessAfter(t time.Duration) (time.Duration, bool) {
 func cause(err error) string {
 	var ne *redlock.NodeError
 	switch {
+	case errors.Is(err, redlock.ErrContested): // before the deadline, which it matches too
+		return "contested"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "context ended"
 	case errors.Is(err, errNotAcquired): // the reference client

@@ -32,6 +32,7 @@ func Run(t *testing.T, c Client) {
 		{"Processes", func(t *testing.T, c Client) { processes(t, test, c, c, c) }},
 		{"QuorumMasks", quorumMasks},
 		{"HungNode", hungNode},
+		{"ContestedAttempt", contestedAttempt},
 		{"LossDetection", lossDetection},
 		{"RLock", rlock},
 		{"Do", do},
@@ -355,17 +356,7 @@ func hungNode(t *testing.T, c Client) {
 	const nodeTimeout = 5 * time.Second
 	f := c.factory(t, cl.Addrs(), redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(30*time.Second))
 	l := f.NewLock("hung")
-	// Warm up: connections and the servers' identities, before the pause.
-	if _, err := l.Acquire(ctx); err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	// Release returns once a quorum deleted: a late delete on a healthy
-	// node would make it refuse the next SET, and that attempt would then
-	// rightly wait for the hung node.
-	assertFree(t, cl, "hung")
+	warmUp(t, ctx, cl, l, "hung")
 	cl.Nodes[0].Pause()
 	defer cl.Nodes[0].Resume()
 	start := time.Now()
@@ -379,6 +370,22 @@ func hungNode(t *testing.T, c Client) {
 	if d := time.Since(start); d >= nodeTimeout {
 		t.Fatalf("Acquire (%v) and Release took %v: they waited for the hung node (node timeout %v)", acquired, d, nodeTimeout)
 	}
+}
+
+// warmUp takes and releases l, the lock of name, before a test hangs
+// nodes: the connections and the servers' identities are then known. It
+// waits until every node deleted the key: Release returns once a quorum
+// did, and a late delete on a healthy node would make it refuse the next
+// SET, which would then rightly wait for the hung nodes.
+func warmUp(t *testing.T, ctx context.Context, cl *redistest.Cluster, l *redlock.Lock, name string) {
+	t.Helper()
+	if _, err := l.Acquire(ctx); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	assertFree(t, cl, name)
 }
 
 // lossDetection deletes the lock's keys behind its back: Extend reports
