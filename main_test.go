@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -203,4 +204,23 @@ func factory(t *testing.T, opts ...redlock.Option) (*redistest.Cluster, *redlock
 	}
 	t.Cleanup(func() { f.Close() })
 	return c, f
+}
+
+// heardTries bounds the attempts of untilHeard.
+const heardTries = 5
+
+// untilHeard runs attempt until it ends other than by giving up on a silent
+// node (ErrContested), heardTries times at most, running settle between
+// tries, and returns its last error. An attempt that another holder's key
+// refused waits only a few milliseconds for the nodes still silent: on a
+// loaded host a node that was dialled, or whose goroutine ran late, misses
+// that, and the attempt says nothing about it. A test that asserts what a
+// node answers needs an attempt that heard it.
+func untilHeard(attempt func() error, settle func()) error {
+	err := attempt()
+	for try := 1; try < heardTries && errors.Is(err, redlock.ErrContested); try++ {
+		settle()
+		err = attempt()
+	}
+	return err
 }
