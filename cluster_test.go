@@ -17,6 +17,12 @@ import (
 	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
+// The tests that start a Redis Cluster spend their time waiting for it to
+// form or fail over, not on the CPU: they run in parallel with each other
+// (t.Parallel), after the package's other tests, whose goroutine counts
+// they would disturb. Those with an assertion on timing (extensions
+// within a TTL of 1 s, replies within the node timeout) stay sequential.
+
 // clusterFactory returns the nodes of ClusterNodes over rc and a factory
 // over them with opts, both closed when the test ends.
 func clusterFactory(t *testing.T, rc *redistest.RedisCluster, opts ...redlock.Option) ([]redlock.Node, *redlock.Factory) {
@@ -38,6 +44,7 @@ func clusterFactory(t *testing.T, rc *redistest.RedisCluster, opts ...redlock.Op
 // are its masters, and a held lock has exactly one key on each, in a slot
 // that master owns, under a hash tag ("{n}name").
 func TestClusterNodesPlaceOneKeyPerMaster(t *testing.T) {
+	t.Parallel()
 	rc := redistest.StartRedisCluster(t, 3, 0)
 	nodes, f := clusterFactory(t, rc)
 	if len(nodes) != 3 {
@@ -136,6 +143,7 @@ func TestClusterHoldsManyAutoextendedLocks(t *testing.T) {
 // fenced lock and the read-write lock work on a cluster, without a
 // CROSSSLOT error: every key of one node shares its slot.
 func TestClusterMultiLockFencingAndReadWrite(t *testing.T) {
+	t.Parallel()
 	rc := redistest.StartRedisCluster(t, 3, 0)
 	_, f := clusterFactory(t, rc, redlock.WithRetryTimes(0))
 	ctx := ctxT(t, 20*time.Second)
@@ -198,6 +206,7 @@ func TestClusterMultiLockFencingAndReadWrite(t *testing.T) {
 // TestClusterReshardKeepsExclusion: conformance.ClusterReshard over
 // redlock.ClusterNodes (the same steps run over the adapters' clients).
 func TestClusterReshardKeepsExclusion(t *testing.T) {
+	t.Parallel()
 	conformance.ClusterReshard(t, conformance.RedigoCluster)
 }
 
@@ -224,6 +233,7 @@ func TestClusterNodesBadInput(t *testing.T) {
 // TestClusterWithTwoMastersIsRefused: a cluster of 2 masters gives the
 // error of fewer than 3 nodes.
 func TestClusterWithTwoMastersIsRefused(t *testing.T) {
+	t.Parallel()
 	rc := redistest.StartRedisCluster(t, 2, 0)
 	var short *redlock.InsufficientNodesError
 	if _, err := redlock.ClusterNodes(ctxT(t, 10*time.Second), rc.Seeds()); !errors.As(err, &short) || short.NodeCount != 2 {
@@ -237,6 +247,7 @@ func TestClusterWithTwoMastersIsRefused(t *testing.T) {
 // all. Without it (the negative control), locks acquired during the
 // pause are missing from the promoted replica.
 func TestReplicaAckOnFailover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []redlock.Option
@@ -246,6 +257,7 @@ func TestReplicaAckOnFailover(t *testing.T) {
 		{"with_ack", []redlock.Option{redlock.WithReplicaAck(1)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rc := redistest.StartRedisCluster(t, 3, 1)
 			opts := append([]redlock.Option{redlock.WithQuorum(3), redlock.WithRetryTimes(0), redlock.WithTTL(time.Minute)}, tc.opts...)
 			_, f := clusterFactory(t, rc, opts...)
@@ -330,6 +342,7 @@ func TestReplicaAckRefusesNodesWithoutReplicas(t *testing.T) {
 // promoted: with WithReplicaAck(1), no two hold it at once and no update
 // is lost.
 func TestClusterContentionThroughFailover(t *testing.T) {
+	t.Parallel()
 	rc := redistest.StartRedisCluster(t, 3, 1)
 	const clients = 4
 	factories := make([]*redlock.Factory, clients)
@@ -393,6 +406,7 @@ func TestClusterContentionThroughFailover(t *testing.T) {
 // address (CLUSTER SLOTS leaves its ip empty); ClusterNodes fills it in
 // from the seed and refuses the cluster as too small, not as unreadable.
 func TestClusterOfOneMasterIsRefused(t *testing.T) {
+	t.Parallel()
 	rc := redistest.StartRedisCluster(t, 1, 0)
 	var short *redlock.InsufficientNodesError
 	if _, err := redlock.ClusterNodes(ctxT(t, 10*time.Second), rc.Seeds()); !errors.As(err, &short) || short.NodeCount != 1 {

@@ -9,10 +9,9 @@
 # that every go.mod of the tree is in go.work and that each module requires
 # the versions the workspace builds it with, and model-checks the protocol
 # with spin (scripts/model-check.sh, which installs spin with apt when it
-# is missing; about a minute; not with --quick or TEST_MODULES); after
-# them, that
-# `go install …/cmd/redlock@latest` works on a simulated release
-# (scripts/install-check.sh).
+# is missing; half a minute, beside vet and staticcheck; not with --quick
+# or TEST_MODULES); after them, that `go install …/cmd/redlock@latest`
+# works on a simulated release (scripts/install-check.sh).
 #
 # Output: an "ok" line per package, the whole output of every failed test,
 # one line per scenario of the failover suite as it ends, and last
@@ -120,9 +119,14 @@ for dir in $modules; do
   done
 done
 
+# The model check (half a minute of one core) runs beside vet and
+# staticcheck, which leave a core idle while they wait on the compiler; its
+# output follows theirs.
+model_pid=""
 if [ -z "${TEST_MODULES:-}" ]; then
-  echo "== model check"
-  bash scripts/model-check.sh || failed=1 # it says what failed; the Go tests run all the same
+  bash scripts/model-check.sh >"$work/model-check.log" 2>&1 &
+  model_pid=$!
+  trap 'wait; rm -rf "$work"' EXIT # an early exit lets it end first
 fi
 
 unformatted="$(gofmt -l .)"
@@ -146,6 +150,12 @@ for dir in $modules; do
   (cd "$dir" && go vet ./... && "$staticcheck" ./...)
   count=$((count + 1))
 done
+
+if [ -n "$model_pid" ]; then
+  echo "== model check"
+  wait "$model_pid" || failed=1 # it says what failed; the Go tests run all the same
+  cat "$work/model-check.log"
+fi
 
 for dir in $modules; do
   case "$dir" in
