@@ -254,17 +254,17 @@ func (r *report) printTables(w io.Writer) {
 		}
 	}
 	r.printCPU(w)
-	keepCols := []string{"locks", "acquired", "lost", "acquire p50", "hold s", "client CPU s", "CPU % of a core", "heap B/lock",
-		"node B/lock", "tracked keys/node", "server CPU s", "commands/s", "processed/s", "scripts/s", "goroutines", "alloc MB/s", "GCs"}
+	keepCols := []string{"locks", "acquired", "lost", "acquire p50", "hold s", "client CPU s", "CPU % of a core", "steady CPU %", "heap B/lock",
+		"node B/lock", "tracked keys/node", "server CPU s", "commands/s", "processed/s", "scripts/s", "goroutines", "alloc MB/s", "GCs (steady)", "GC CPU s"}
 	r.printKindTables(w, "keep", keepCols, func(res benchkit.Result) (string, bool) {
 		k := res.Keep
 		if k == nil {
 			return "", false
 		}
-		return fmt.Sprintf("%d | %d | %d | %s | %.1f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f | %d | %.2f | %d",
+		return fmt.Sprintf("%d | %d | %d | %s | %.1f | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f | %d | %.2f | %d (%.2f) | %.3f",
 			k.Locks, k.Acquired, k.Lost, fmtMs(res.Acquire.P50), k.Hold.Seconds(),
-			k.CPUSeconds, 100*k.CPUFraction, k.HeapBytesPerLock, k.NodeBytesPerLock, k.TrackedKeysPerNode, k.ServerCPUSeconds, k.CommandsPerSec,
-			k.ProcessedPerSec, k.ScriptsPerSec, k.Goroutines, k.AllocBytesPerSec/1e6, k.GCCycles), true
+			k.CPUSeconds, 100*k.CPUFraction, 100*k.SteadyCPUFraction, k.HeapBytesPerLock, k.NodeBytesPerLock, k.TrackedKeysPerNode, k.ServerCPUSeconds, k.CommandsPerSec,
+			k.ProcessedPerSec, k.ScriptsPerSec, k.Goroutines, k.AllocBytesPerSec/1e6, k.GCCycles, k.SteadyGCs, k.GCCycleCPUSeconds), true
 	}, func(wl workloadReport) {
 		fmt.Fprintln(w, "\ncommands/s: what the nodes ran during the hold, the commands inside scripts included (INFO commandstats);")
 		fmt.Fprintln(w, "processed/s: the same from INFO stats total_commands_processed, the tool's INFO calls left out;")
@@ -272,7 +272,9 @@ func (r *report) printTables(w io.Writer) {
 		fmt.Fprintln(w, "heap B/lock: live heap after a forced GC at the end of the hold, less a baseline taken before the lock handles were made, per lock held;")
 		fmt.Fprintln(w, "node B/lock: the growth of used_memory (INFO memory) from before the locks were taken to the end of the hold, per node and lock held;")
 		fmt.Fprintln(w, "tracked keys/node: the growth of tracking_total_keys (INFO stats) over the same span, the loss detector's records of keys;")
-		fmt.Fprintln(w, "alloc MB/s: what the client allocated per second of hold (runtime/metrics); GCs: the collections that ran in the hold, each a marking of every held lock.")
+		fmt.Fprintln(w, "alloc MB/s: what the client allocated per second of hold (runtime/metrics); GCs: the collections that ran in the hold, each a marking of every held lock,")
+		fmt.Fprintln(w, "and in parentheses those a hold this long brings in the steady state (alloc MB/s x hold / (live heap x GOGC/100)); the hold starts after a forced collection,")
+		fmt.Fprintln(w, "whose CPU is GC CPU s; steady CPU %: client CPU s with the hold's collections replaced by the steady ones at GC CPU s each, per second of hold (S1 and S3 use it).")
 		if slices.ContainsFunc(wl.Results, func(res benchkit.Result) bool { return strings.HasPrefix(res.Target, "redsync") }) {
 			fmt.Fprintln(w, "redsync keeps its locks with a user loop: one goroutine per lock, Extend every TTL/2, lost when its validity passes without a successful Extend.")
 		}

@@ -190,6 +190,13 @@ func TestKeep(t *testing.T) {
 		k.CPUFraction != k.CPUSeconds/k.Hold.Seconds() || k.HeapBytesPerLock <= 0 {
 		t.Fatalf("keep costs not measured: %+v", k)
 	}
+	// Extensions allocate, so a steady state has collections; the steady
+	// CPU trades the hold's own collections for them.
+	if k.SteadyGCs <= 0 || k.GCCycleCPUSeconds < 0 || k.SteadyCPUSeconds <= 0 ||
+		k.SteadyCPUSeconds != k.CPUSeconds+(k.SteadyGCs-float64(k.GCCycles))*k.GCCycleCPUSeconds ||
+		k.SteadyCPUFraction != k.SteadyCPUSeconds/k.Hold.Seconds() {
+		t.Fatalf("steady keep costs not measured: %+v", k)
+	}
 	if _, err := benchkit.Run(context.Background(), noLock{}, w); !errors.Is(err, benchkit.ErrNotSupported) {
 		t.Fatalf("keep on a plain target: %v, want ErrNotSupported", err)
 	}

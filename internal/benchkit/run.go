@@ -243,6 +243,7 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 		}
 	}
 
+	kr.GCCycleCPUSeconds = collect()
 	cpu0, gc0 := cpuSeconds(), readGC()
 	srv0 := readServerStats(ctx, w.Nodes)
 	holdStart := time.Now()
@@ -263,8 +264,15 @@ func runKeep(ctx context.Context, t KeepTarget, w Workload) (Result, error) {
 	kr.Processed = srv1.processedSince(srv0)
 	kr.ProcessedPerSec = float64(kr.Processed) / kr.Hold.Seconds()
 	kr.CPUFraction = kr.CPUSeconds / kr.Hold.Seconds()
+	live := liveHeap()
+	kr.SteadyGCs = float64(kr.GCCycles)
+	if gogc := gcPercent(); gogc > 0 && live > 0 {
+		kr.SteadyGCs = float64(gc1.allocs-gc0.allocs) / (float64(live) * float64(gogc) / 100)
+	}
+	kr.SteadyCPUSeconds = kr.CPUSeconds + (kr.SteadyGCs-float64(kr.GCCycles))*kr.GCCycleCPUSeconds
+	kr.SteadyCPUFraction = kr.SteadyCPUSeconds / kr.Hold.Seconds()
 	if kr.Acquired > 0 {
-		kr.HeapBytesPerLock = float64(liveHeap()-heap0) / float64(kr.Acquired)
+		kr.HeapBytesPerLock = float64(live-heap0) / float64(kr.Acquired)
 		mem1 := readNodeMemory(ctx, w.Nodes)
 		if mem1.read > 0 && mem1.read == mem0.read {
 			kr.NodeBytesPerLock = float64(mem1.used-mem0.used) / float64(mem1.read) / float64(kr.Acquired)
@@ -346,6 +354,26 @@ func readGC() gcStats {
 		g.cycles = s[1].Value.Uint64()
 	}
 	return g
+}
+
+// collect runs a garbage collection and returns the CPU time it took
+// (getrusage: the collector's workers, and what else ran meanwhile, which
+// is little beside a collection of many held locks).
+func collect() float64 {
+	cpu0 := cpuSeconds()
+	runtime.GC()
+	return cpuSeconds() - cpu0
+}
+
+// gcPercent is GOGC (runtime/metrics /gc/gogc:percent); 0 when off or
+// unknown.
+func gcPercent() int64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // liveHeap runs a garbage collection and returns the heap that survived
