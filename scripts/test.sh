@@ -66,7 +66,7 @@ if [ "$quick" -eq 0 ] && command -v docker >/dev/null 2>&1 && ! docker info >/de
 fi
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'wait; rm -rf "$work"' EXIT # wait: the model check may still run (below)
 # testreport turns `go test -json` into the output described above.
 go build -o "$work/testreport" ./internal/testkit/testreport
 summary() {
@@ -126,7 +126,6 @@ model_pid=""
 if [ -z "${TEST_MODULES:-}" ]; then
   bash scripts/model-check.sh >"$work/model-check.log" 2>&1 &
   model_pid=$!
-  trap 'wait; rm -rf "$work"' EXIT # an early exit lets it end first
 fi
 
 unformatted="$(gofmt -l .)"

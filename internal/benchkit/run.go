@@ -365,15 +365,15 @@ func collect() float64 {
 	return cpuSeconds() - cpu0
 }
 
-// gcPercent is GOGC (runtime/metrics /gc/gogc:percent); 0 when off or
-// unknown.
+// gcPercent is GOGC (runtime/metrics /gc/gogc:percent); 0 when off (the
+// metric reads -1 as a uint64 then) or unknown.
 func gcPercent() int64 {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return int64(s[0].Value.Uint64())
+	return max(int64(s[0].Value.Uint64()), 0)
 }
 
 // liveHeap runs a garbage collection and returns the heap that survived
