@@ -102,7 +102,7 @@ func newPrivateFactory(nodes []Pool, opts []Option) (*Factory, error) {
 // checked node list, the options cfg and their validated form check.
 func newFactory(nodes []Node, cfg, check config, pipelined bool) *Factory {
 	o := newOwner()
-	f := &Factory{defaults: cfg, nodeGroup: nodeGroup{o: o, fifo: pipelined}}
+	f := &Factory{defaults: cfg, nodeGroup: nodeGroup{o: o, fifo: pipelined, clock: newRoundClock(o, check.nodeTimeout/4)}}
 	if pipelined {
 		// One connection per node keeps each node's order, and one lock
 		// makes it the same order on every node (fanout.start).
@@ -305,7 +305,7 @@ func (f *Factory) releaseAll(held []*holding) []error {
 // releaseBatch releases one batch of Close and tells each lock's observer.
 func (f *Factory) releaseBatch(ks keySet, hs []*holding) []error {
 	fan := ks.lead().fan
-	fan.dying, fan.obs = nil, nil
+	fan.dying, fan.clock, fan.obs = nil, nil, nil // the clock stops as Close begins
 	for _, l := range ks.locks {
 		fan.nodeTimeout = max(fan.nodeTimeout, l.cfg.nodeTimeout)
 	}

@@ -41,6 +41,7 @@ type fanout struct {
 	quorum      int
 	nodeTimeout time.Duration
 	dying       <-chan struct{} // the owner's Close: a round stops waiting
+	clock       *roundClock     // nil: every round that waits arms a timer
 	obs         *observer       // nil: nobody listens (observe.go)
 	// starts, when set, is held while a round queues its calls, so that
 	// concurrent rounds queue in one order on every node (batchTransport
@@ -56,12 +57,13 @@ type nodeGroup struct {
 	// commands reach the node in the order they were started.
 	fifo   bool
 	starts *sync.Mutex // when pipelined or a node batches: see fanout.starts
+	clock  *roundClock // the rounds' coarse node timeout (roundclock.go)
 }
 
 // fan returns the quorum call over the group with the given quorum, node
 // timeout and observer (nil: none).
 func (g *nodeGroup) fan(quorum int, nodeTimeout time.Duration, obs *observer) fanout {
-	return fanout{nodes: g.nodes, fifo: g.fifo, quorum: quorum, nodeTimeout: nodeTimeout, dying: g.o.dying, obs: obs, starts: g.starts}
+	return fanout{nodes: g.nodes, fifo: g.fifo, quorum: quorum, nodeTimeout: nodeTimeout, dying: g.o.dying, clock: g.clock, obs: obs, starts: g.starts}
 }
 
 // timers recycles the node-timeout timers of rounds. Since Go 1.23 a
@@ -169,7 +171,10 @@ func (f *fanout) start(ctx context.Context, cs []*call) {
 // and never longer than the node timeout for any node; ctx and the owner's
 // Close cut it short. The caller parks once per decision, not once per
 // reply: the handing over of each reply through a channel and a select
-// was a fifth of the client's CPU in a W2 cycle (BENCHMARKS.md).
+// was a fifth of the client's CPU in a W2 cycle (BENCHMARKS.md). While
+// the node timeout is far, the round waits for it on the factory's round
+// clock (roundclock.go), and arms a timer of its own only once it is near:
+// a round that decides first, as nearly all do, touches no timer.
 //
 // A contested attempt, one that a node refused (command.contest), waits
 // for the nodes still silent until twice the time the first refusal took
@@ -188,6 +193,7 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 	maxRefusals := len(f.nodes) - f.quorum
 	limit, silence := f.nodeTimeout, error(context.DeadlineExceeded)
 	var t *time.Timer
+	var tick <-chan struct{} // a generation of f.clock, while the limit is far
 	for {
 		f.collect(ctx, r)
 		if r.got|r.late == r.all64() || !waitAll && (r.oks >= f.quorum || r.noes+len(r.errs) > maxRefusals) {
@@ -195,19 +201,31 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 		}
 		if r.cmd.contest && r.noes > 0 && silence != ErrContested {
 			limit, silence = min(limit, max(2*time.Since(r.start), contestWait)), ErrContested
+			tick = nil // a short limit: a timer of its own
 			if t != nil {
 				t.Reset(limit - time.Since(r.start))
 			}
 		}
-		if t == nil {
-			t = timers.Get().(*time.Timer)
-			t.Reset(limit - time.Since(r.start))
+		if t == nil && tick == nil {
+			if left := limit - time.Since(r.start); silence != ErrContested && f.clock.far(left) {
+				tick = f.clock.take()
+			} else {
+				t = timers.Get().(*time.Timer)
+				t.Reset(left)
+			}
+		}
+		var timeout <-chan time.Time
+		if t != nil {
+			timeout = t.C
 		}
 		var err error
 		select {
 		case <-r.buf.wake:
 			continue
-		case <-t.C:
+		case <-tick:
+			tick = nil // look at the time left again
+			continue
+		case <-timeout:
 			err = silence
 		case <-ctx.Done():
 			err = ctx.Err()

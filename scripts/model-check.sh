@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Checks the model of the protocol (model/redlock.pml) with spin: every
+# Checks the model of the protocol (model/redlock.pml) and of the rounds'
+# clock (model/roundclock.pml, the lines whose name starts with "clock")
+# with spin: every
 # configuration below must hold every property it checks, every negative
 # control (a variant with a planted bug) must violate the very property it
 # protects, and every witness must reach the situation it asks about (so
@@ -14,7 +16,6 @@
 # configuration contains the string filter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model="$PWD/model/redlock.pml"
 filter="${1:-}"
 
 if ! command -v spin >/dev/null 2>&1; then
@@ -32,7 +33,7 @@ if [ -n "${MODEL_CHECK_KEEP:-}" ]; then
 else
   trap 'rm -rf "$work"' EXIT
 fi
-cp "$model" "$work/redlock.pml"
+cp model/*.pml "$work/"
 
 # Configurations (model/README.md and docs/SAFETY.md give the bounds).
 # Defaults of the model: TTL 3 ticks, drift allowance 1, every node clock
@@ -53,20 +54,22 @@ start_all=$(date +%s.%N)
 
 # check NAME EXPECT OPT FLAGS...: EXPECT is "holds" (of the properties in
 # $CHECKS), "violates PROPERTY" or "reaches"; OPT the gcc optimisation (Og
-# pays for its longer build on the big searches only).
+# pays for its longer build on the big searches only); $MODEL the model
+# (default redlock.pml). A blocked process at the end of a run is the
+# property end_state.
 check() {
   local name="$1" expect="$2" opt="$3"
   shift 3
   if [ -n "$filter" ] && ! grep -qF -- "$filter" <<<"$name"; then return 0; fi
   runs=$((runs + 1))
-  local t0 t1 out got states secs result ok=1 prop="" errors hash=20
+  local t0 t1 out got states secs result ok=1 prop="" errors hash=20 model="${MODEL:-redlock.pml}"
   [ "$opt" = O0 ] || hash=24
   t0=$(date +%s.%N)
   out="$work/pan.out"
   (
     cd "$work"
     rm -f pan pan.* ./*.trail
-    spin -a "$@" redlock.pml >spin.out 2>&1 || { cat spin.out; exit 1; }
+    spin -a "$@" "$model" >spin.out 2>&1 || { cat spin.out; exit 1; }
     gcc "-$opt" -DSAFETY -DNOBOUNDCHECK -DSFH -w -o pan pan.c
     ./pan -m100000 -w$hash >"$out" 2>&1 || true
   ) >"$work/build.out" 2>&1 || { ok=0; }
@@ -74,6 +77,7 @@ check() {
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1fs", b - a }')
   states=$(awk '/states, stored/ { print $1 }' "$out" 2>/dev/null || true)
   got=$(grep -oE 'assertion violated \(+[a-z_]+' "$out" 2>/dev/null | sed 's/.*(//' | head -1 || true)
+  if [ -z "$got" ] && grep -q 'invalid end state' "$out" 2>/dev/null; then got=end_state; fi
   errors=$(grep -oE 'errors: [0-9]+' "$out" 2>/dev/null | awk '{ print $2 }' || true)
   if [ "$ok" -eq 0 ] || [ -z "$errors" ]; then
     result="BUILD OR SEARCH FAILED"; ok=0
@@ -112,10 +116,10 @@ check() {
   printf '%-58s %-44s %-24s %10s states %7s\n' "$name" "$prop" "$result" "${states:-?}" "$secs"
   if [ "$ok" -eq 0 ]; then
     failed=$((failed + 1))
-    if [ -f "$work/redlock.pml.trail" ]; then
+    if [ -f "$work/$model.trail" ]; then
       if [ -n "${MODEL_CHECK_KEEP:-}" ]; then
-        cp "$work/redlock.pml.trail" "$work/run$runs.trail"
-        echo "    replay: cd $work && cp run$runs.trail redlock.pml.trail && spin -t -p $* redlock.pml" >&2
+        cp "$work/$model.trail" "$work/run$runs.trail"
+        echo "    replay: cd $work && cp run$runs.trail $model.trail && spin -t -p $* $model" >&2
       else
         echo "    to replay the trail: MODEL_CHECK_KEEP=1 bash scripts/model-check.sh '$name'" >&2
       fi
@@ -123,7 +127,7 @@ check() {
   fi
 }
 
-echo "model check: $(spin -V | awk '{ print $1, $3 }'), model/redlock.pml"
+echo "model check: $(spin -V | awk '{ print $1, $3 }'), model/redlock.pml and model/roundclock.pml"
 
 # Every property, exhaustively, within the bounds of each configuration.
 MUTEX="mutual_exclusion release_own_key"
@@ -162,6 +166,11 @@ check "witness: guarded, a holding after a clock step" reaches O0 $GUARD $STEP -
 check "witness: guarded, a holding after an extension" reaches O0 $GUARD $STEP -DWITNESS=5
 check "witness: fencing guarded, a restarted node's grant counted" reaches O0 $FENCE $GUARD -DWITNESS=2
 check "witness: fencing guarded, a token from the write-back" reaches O0 $FENCE $GUARD -DWITNESS=4
+
+# The rounds' clock: every generation a round takes is closed, although
+# the sweeper ends when idle; the control ends it without looking again.
+MODEL=roundclock.pml CHECKS="end_state" check "clock: 2 rounds, 3 takes each" holds O0
+MODEL=roundclock.pml check "clock control: sweeper ends without a second look" "violates end_state" O0 -DNO_RECHECK -DTAKES=2
 
 total=$(awk -v a="$start_all" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 if [ "$failed" -gt 0 ]; then
