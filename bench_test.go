@@ -6,10 +6,12 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redlockplus/redlock"
+	"github.com/redlockplus/redlock/internal/benchkit"
 )
 
 // Micro-benchmarks of the hot paths on real local redis-server nodes. Run:
@@ -217,4 +219,79 @@ func liveHeap() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// w2Goroutines is how many goroutines BenchmarkW2CycleCPU cycles from, as
+// the bench tool's W2 does.
+const w2Goroutines = 64
+
+// BenchmarkW2CycleCPU is the bench tool's W2 in one process, for A/B runs
+// of two builds: 64 goroutines lock and unlock keys of their own, with
+// the default options ("redlock") and over the pipelined floor, the same
+// transport with no lock logic ("floor-pipelined"). It reports the
+// process's CPU (getrusage) per cycle as cpu-µs/op. The nodes run on the
+// same cores, so the figures move with the machine's load: compare the
+// ratio of the two targets within one run, over interleaved runs of both
+// builds (BENCHMARKS.md, step 14).
+func BenchmarkW2CycleCPU(b *testing.B) {
+	pools := startBenchNodes(b, 3)
+	targets := []struct {
+		name string
+		make func() (benchkit.Target, error)
+	}{
+		{"redlock", func() (benchkit.Target, error) { return benchkit.Ours("redlock", pools) }},
+		{"floor-pipelined", func() (benchkit.Target, error) { return benchkit.PipeFloor("floor-pipelined", pools), nil }},
+	}
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			t, err := tg.make()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { t.Close() })
+			lockers := make([]benchkit.Locker, w2Goroutines)
+			for i := range lockers {
+				if lockers[i], err = t.NewLocker(fmt.Sprintf("w2:%s:%d", tg.name, i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			start := processCPU()
+			runShared(b, lockers)
+			b.ReportMetric(float64(processCPU()-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// runShared runs b.N lock cycles over lockers, one goroutine each, taking
+// the cycles from one shared count.
+func runShared(b *testing.B, lockers []benchkit.Locker) {
+	ctx := context.Background()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if err := l.Lock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// processCPU is the user and system CPU time of the process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
