@@ -74,10 +74,13 @@ func TestRoundClockEndsWithTheOwner(t *testing.T) {
 // TestRoundWaitsTheNodeTimeoutOnTheClock: an attempt that two frozen nodes
 // of three leave without a quorum waits on the factory's clock, not a
 // timer, and still gives up at the node timeout, not before, with the
-// nodes' deadline error.
+// round's deadline error. The node timeout is below minStall, so that the
+// pipelined connections, which drop a hung node after max(node timeout,
+// minStall), do not fail the calls first with an i/o timeout (they did
+// with a node timeout of minStall's length and above).
 func TestRoundWaitsTheNodeTimeoutOnTheClock(t *testing.T) {
 	c, pools := poolsOf(t, 3)
-	const nodeTimeout = 400 * time.Millisecond
+	const nodeTimeout = 150 * time.Millisecond // ticks of 37.5 ms, and minStall is 250 ms
 	f, err := NewFactory(pools, WithTTL(10*time.Second), WithNodeTimeout(nodeTimeout), WithAutoextend(false), WithRetryTimes(0), WithWakeups(false))
 	if err != nil {
 		t.Fatal(err)
