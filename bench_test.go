@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -221,20 +220,19 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-// w2Goroutines is how many goroutines BenchmarkW2CycleCPU cycles from, as
-// the bench tool's W2 does.
-const w2Goroutines = 64
-
-// BenchmarkW2CycleCPU is the bench tool's W2 in one process, for A/B runs
-// of two builds: 64 goroutines lock and unlock keys of their own, with
-// the default options ("redlock") and over the pipelined floor, the same
-// transport with no lock logic ("floor-pipelined"). It reports the
-// process's CPU (getrusage) per cycle as cpu-µs/op. The nodes run on the
-// same cores, so the figures move with the machine's load: compare the
-// ratio of the two targets within one run, over interleaved runs of both
-// builds (BENCHMARKS.md, step 14).
+// BenchmarkW2CycleCPU is the bench tool's W2 (benchkit.Standard: 64
+// goroutines lock and unlock keys of their own on 3 nodes) in one process,
+// for A/B runs of two builds: with the default options ("redlock") and
+// over the pipelined floor, the same transport with no lock logic
+// ("floor-pipelined"). Each iteration is one W2 run of w2Run; it reports
+// the process's CPU (getrusage) per cycle as cpu-µs/op. The nodes run on
+// the same cores, so the figures move with the machine's load: compare
+// the ratio of the two targets within one run, over interleaved runs of
+// both builds (BENCHMARKS.md, step 14).
 func BenchmarkW2CycleCPU(b *testing.B) {
 	pools := startBenchNodes(b, 3)
+	w := standardWorkload(b, "W2")
+	w.Duration = w2Run
 	targets := []struct {
 		name string
 		make func() (benchkit.Target, error)
@@ -249,49 +247,31 @@ func BenchmarkW2CycleCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { t.Close() })
-			lockers := make([]benchkit.Locker, w2Goroutines)
-			for i := range lockers {
-				if lockers[i], err = t.NewLocker(fmt.Sprintf("w2:%s:%d", tg.name, i)); err != nil {
-					b.Fatal(err)
+			var cpu float64
+			var cycles int64
+			for b.Loop() {
+				res, err := benchkit.Run(context.Background(), t, w)
+				if err != nil || res.Errors > 0 {
+					b.Fatalf("W2 run: %v (%d failed cycles: %s)", err, res.Errors, res.FirstError)
 				}
+				cpu, cycles = cpu+res.ClientCPUSeconds, cycles+res.Ops
 			}
-			b.ResetTimer()
-			start := processCPU()
-			runShared(b, lockers)
-			b.ReportMetric(float64(processCPU()-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(cpu*1e6/float64(cycles), "cpu-µs/op")
 		})
 	}
 }
 
-// runShared runs b.N lock cycles over lockers, one goroutine each, taking
-// the cycles from one shared count.
-func runShared(b *testing.B, lockers []benchkit.Locker) {
-	ctx := context.Background()
-	var left atomic.Int64
-	left.Store(int64(b.N))
-	var wg sync.WaitGroup
-	for _, l := range lockers {
-		wg.Go(func() {
-			for left.Add(-1) >= 0 {
-				if err := l.Lock(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
+// w2Run is how long one W2 run of BenchmarkW2CycleCPU lasts: about
+// 100,000 cycles on 2 cores.
+const w2Run = 2 * time.Second
 
-// processCPU is the user and system CPU time of the process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+// standardWorkload returns the bench tool's workload id.
+func standardWorkload(b *testing.B, id string) benchkit.Workload {
+	for _, w := range benchkit.Standard(false) {
+		if w.ID == id {
+			return w
+		}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.Fatalf("no standard workload %s", id)
+	return benchkit.Workload{}
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Checks the model of the protocol (model/redlock.pml) and of the rounds'
 # clock (model/roundclock.pml, the lines whose name starts with "clock")
-# with spin: every
-# configuration below must hold every property it checks, every negative
-# control (a variant with a planted bug) must violate the very property it
-# protects, and every witness must reach the situation it asks about (so
-# that the bounds leave the properties something to check). One line per
+# with spin: every configuration below must hold every property it checks,
+# every negative control (a variant with a planted bug) must violate the
+# very property it protects, and every witness must reach the situation
+# it asks about (so that the bounds leave the properties something to
+# check). One line per
 # run: the configuration, the property, the result, the states explored and
 # the time (spin -a, gcc and the search). Exits 0 only when every run went
 # as expected. Installs spin with apt (as root or through sudo) when it is

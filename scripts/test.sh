@@ -9,7 +9,7 @@
 # that every go.mod of the tree is in go.work and that each module requires
 # the versions the workspace builds it with, and model-checks the protocol
 # with spin (scripts/model-check.sh, which installs spin with apt when it
-# is missing; half a minute, beside vet and staticcheck; not with --quick
+# is missing; under a minute, beside vet and staticcheck; not with --quick
 # or TEST_MODULES); after them, that `go install …/cmd/redlock@latest`
 # works on a simulated release (scripts/install-check.sh).
 #
@@ -119,7 +119,7 @@ for dir in $modules; do
   done
 done
 
-# The model check (half a minute of one core) runs beside vet and
+# The model check (under a minute of one core) runs beside vet and
 # staticcheck, which leave a core idle while they wait on the compiler; its
 # output follows theirs.
 model_pid=""
