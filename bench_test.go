@@ -244,13 +244,14 @@ func BenchmarkW2CycleCPU(b *testing.B) {
 	b.Cleanup(func() { lock.Close() })
 	floor := benchkit.PipeFloor("floor-pipelined", pools)
 	b.Cleanup(func() { floor.Close() })
+	targets := []benchkit.Target{lock, floor}
 	var sum [2]struct{ cpu, cycles float64 }
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
 		var perCycle [2]float64
 		for k := range 2 {
 			j := (i + k) % 2 // 0: the lock, 1: the floor
-			res, err := benchkit.Run(context.Background(), []benchkit.Target{lock, floor}[j], w)
+			res, err := benchkit.Run(context.Background(), targets[j], w)
 			if err != nil || res.Errors > 0 {
 				b.Fatalf("W2 run: %v (%d failed cycles: %s)", err, res.Errors, res.FirstError)
 			}
