@@ -5,12 +5,12 @@
 # every negative control (a variant with a planted bug) must violate the
 # very property it protects, and every witness must reach the situation
 # it asks about (so that the bounds leave the properties something to
-# check). One line per
-# run: the configuration, the property, the result, the states explored and
-# the time (spin -a, gcc and the search). Exits 0 only when every run went
-# as expected. Installs spin with apt (as root or through sudo) when it is
-# missing. pan and any trail are built in a temporary directory, removed on
-# exit (MODEL_CHECK_KEEP=1 keeps it and prints where).
+# check). One line per run: the configuration, the property, the result,
+# the states explored and the time (spin -a, gcc and the search). Exits 0
+# only when every run went as expected. Installs spin with apt (as root or
+# through sudo) when it is missing. pan and any trail are built in a
+# temporary directory, removed on exit (MODEL_CHECK_KEEP=1 keeps it and
+# prints where).
 #
 # Usage: scripts/model-check.sh [filter]   runs only the lines whose
 # configuration contains the string filter.
