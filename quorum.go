@@ -118,7 +118,7 @@ func (f *fanout) prepare(cmd *command, cs []*call) round {
 	}
 	sent := r.start.UnixMicro()
 	for i, n := range f.nodes {
-		c := calls.Get().(*call)
+		c := &buf.calls[i]
 		c.cmd, c.n, c.idx, c.fin, c.buf, c.obs, c.sent = cmd, n, uint8(n.index), r.fin, buf, f.obs, sent
 		cs[i] = c
 	}
@@ -275,10 +275,12 @@ func (r *round) free() {
 	}
 }
 
-// roundBuf holds the reply slots of a round and what has arrived in them,
-// recycled: one reference for the caller and one for each node's call.
+// roundBuf holds the calls and reply slots of a round and what has
+// arrived in them, recycled: one reference for the caller and one for each
+// node's call, which clears its call before it drops its reference.
 type roundBuf struct {
 	slots []reply
+	calls []call // a fanout round's, calls[i] on node i
 	// arrived marks the nodes whose reply is in its slot; it is set after
 	// the slot is written, so a reader that sees the bit sees the reply.
 	arrived atomic.Uint64
@@ -306,7 +308,7 @@ var roundBufs [maxNodes + 1]sync.Pool
 func getRoundBuf(nodes, quorum int, contest bool) *roundBuf {
 	b, ok := roundBufs[nodes].Get().(*roundBuf)
 	if !ok {
-		b = &roundBuf{slots: make([]reply, nodes), wake: make(chan struct{}, 3)}
+		b = &roundBuf{slots: make([]reply, nodes), calls: make([]call, nodes), wake: make(chan struct{}, 3)}
 	}
 	b.quorum, b.contest = quorum, contest
 	b.refs.Store(int32(nodes + 1))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,9 +46,6 @@ type call struct {
 	// the node are a cache miss away.
 	wantWait, wantClock bool
 }
-
-// calls recycles the calls of every round, one per node and command.
-var calls = sync.Pool{New: func() any { return new(call) }}
 
 // finish is closed once every call of a pool round is done, so that a
 // cleanup can follow a SET whose reply came too late to be counted, and
@@ -174,9 +170,9 @@ func (c *call) deliver(rep reply) {
 		}
 		c.fin.one()
 	}
-	c.buf.unref()
-	*c = call{}
-	calls.Put(c)
+	b := c.buf
+	*c = call{} // before unref: the buffer holds a round's calls, and a new round may take it
+	b.unref()
 }
 
 // pipeTransport is one auto-pipelined connection to the node. The node
