@@ -54,6 +54,10 @@ func TestAutoextendDetectsLoss(t *testing.T) {
 	if _, err := l.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Acquire returns at a quorum: the third SET may still be on its way,
+	// and landing after the DEL below it would keep a quorum holding the
+	// token. Delete only once every node holds it.
+	waitFor(t, 5*time.Second, "every node to hold the token", func() bool { return countHolders(t, c, "steal") == 3 })
 	c.Nodes[0].Do("DEL", "steal")
 	c.Nodes[1].Do("DEL", "steal")
 	deleted := time.Now()
