@@ -526,7 +526,8 @@ func (d *lossDetector) untrack() {
 			continue
 		}
 		b := getRoundBuf(1, 1, false)
-		c := &call{cmd: cmd, n: n, buf: b, fin: newFinish(1)}
+		c := &b.calls[0]
+		c.cmd, c.n, c.buf, c.fin = cmd, n, b, newFinish(1)
 		n.tr.start(context.Background(), c)
 		b.unref() // nobody reads the reply
 	}

@@ -127,7 +127,8 @@ func timeEvidence(v any) (evidence, error) {
 func (n *node) do(ctx context.Context, cmd *command, wait time.Duration) reply {
 	b := getRoundBuf(1, 1, false)
 	defer b.unref() // the caller's reference; the call holds its own
-	c := &call{cmd: cmd, n: n, buf: b, fin: newFinish(1), sent: time.Now().UnixMicro()}
+	c := &b.calls[0]
+	c.cmd, c.n, c.buf, c.fin, c.sent = cmd, n, b, newFinish(1), time.Now().UnixMicro()
 	n.tr.start(ctx, c)
 	t := time.NewTimer(wait)
 	defer t.Stop()

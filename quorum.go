@@ -280,7 +280,7 @@ func (r *round) free() {
 // node's call, which clears its call before it drops its reference.
 type roundBuf struct {
 	slots []reply
-	calls []call // a fanout round's, calls[i] on node i
+	calls []call // calls[i] carries the round's command to its node i
 	// arrived marks the nodes whose reply is in its slot; it is set after
 	// the slot is written, so a reader that sees the bit sees the reply.
 	arrived atomic.Uint64
