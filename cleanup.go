@@ -212,7 +212,7 @@ func (c *cleaner) send(batch []pendingDiscard) bool {
 	for i, p := range batch {
 		keys[i], tokens[i] = p.key, p.token
 	}
-	cmd := releaseManyScript.cmd(judgeList(len(batch)), keys, tokens...).detach()
+	cmd := releaseManyScript.cmd(judgeList(len(batch)), keys, tokens...)
 	cmd.unacked = true // a cleanup's replicas cannot matter: nobody counts it
 	ctx, cancel := context.WithTimeout(context.Background(), c.nodeTimeout)
 	rep := c.n.do(ctx, cmd, c.nodeTimeout)

@@ -17,10 +17,6 @@ type command struct {
 	args  []any
 	nkeys int
 	judge func(v any) reply
-	// detached commands outlive the caller's context, which bounds only
-	// its wait: a SET must finish so that its fate is known, and a delete
-	// must reach slow nodes too.
-	detached bool
 	// contest marks an acquire attempt's command, on which a refusal means
 	// another client holds a key: the round then waits for the nodes that
 	// have not answered only briefly (fanout.wait).
@@ -93,16 +89,10 @@ func plainCmd(judge func(v any) reply, name string, args ...any) *command {
 	return &command{name: name, args: args, judge: judge}
 }
 
-// detach marks cmd as outliving the caller's context; see command.
-func (cmd *command) detach() *command {
-	cmd.detached = true
-	return cmd
-}
-
-// attempt marks cmd as an acquire attempt's: detached, and contested
-// once a node refuses it (see command.contest).
+// attempt marks cmd as an acquire attempt's: contested once a node
+// refuses it (see command.contest).
 func (cmd *command) attempt() *command {
-	cmd.detached, cmd.contest = true, true
+	cmd.contest = true
 	return cmd
 }
 
@@ -110,7 +100,7 @@ func (cmd *command) attempt() *command {
 // a delete that must happen; see command.deleteTTL.
 func (cmd *command) mustDelete(ttl time.Duration) *command {
 	cmd.deleteTTL = ttl
-	return cmd.detach()
+	return cmd
 }
 
 // discards are the deletes of a delete command, for a cleaner.

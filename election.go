@@ -136,7 +136,7 @@ func (e *Election) campaign(ctx context.Context, value string, maxAttempts int) 
 // announce publishes a change of leader on every node, for observers;
 // nobody waits for the replies, which land in the round's buffer.
 func (e *Election) announce() {
-	pub := plainCmd(judgeAny, "PUBLISH", releaseChannelPrefix+e.name+leaderChannelSuffix, newToken()).detach()
+	pub := plainCmd(judgeAny, "PUBLISH", releaseChannelPrefix+e.name+leaderChannelSuffix, newToken())
 	r := e.l.fan.send(context.Background(), pub)
 	r.free()
 }

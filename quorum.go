@@ -86,9 +86,6 @@ func (f *fanout) run(ctx context.Context, cmd *command, waitAll bool) round {
 // only when a reply decides the round or completes it (roundBuf.arrive),
 // so no sender ever blocks on a caller that has gone.
 func (f *fanout) send(ctx context.Context, cmd *command) round {
-	if cmd.detached && ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
 	var cs [maxNodes]*call
 	r := f.prepare(cmd, cs[:len(f.nodes)])
 	f.start(ctx, cs[:len(f.nodes)])

@@ -163,7 +163,7 @@ func (w *WriteLock) TryAcquire(ctx context.Context) (time.Duration, error) {
 func (w *WriteLock) acquire(ctx context.Context, maxAttempts int) (time.Duration, error) {
 	v, err := acquire(ctx, rwContender{w.l, w.watch}, w.name, maxAttempts)
 	if err != nil && w.l.initErr == nil {
-		r := w.l.fan.send(context.Background(), releaseScript.cmd(judgeOne, w.intentKey, w.id).detach())
+		r := w.l.fan.send(context.Background(), releaseScript.cmd(judgeOne, w.intentKey, w.id))
 		r.free()
 	}
 	return v, err
@@ -180,7 +180,7 @@ func (r *ReadLock) Extend(ctx context.Context) (time.Duration, error) { return r
 func (r *ReadLock) Release(ctx context.Context) error {
 	err := r.l.Release(ctx)
 	if r.l.initErr == nil && !r.l.f.o.closing() {
-		p := r.l.fan.send(context.Background(), plainCmd(judgeAny, "PUBLISH", r.left...).detach())
+		p := r.l.fan.send(context.Background(), plainCmd(judgeAny, "PUBLISH", r.left...))
 		p.free()
 	}
 	return err

@@ -19,7 +19,12 @@ import (
 // the key-set layer (keyset.go) is the one place that cares.
 type transport interface {
 	// start sends c's command and returns at once; c.deliver is called
-	// exactly once with the node's reply or failure, never blocking.
+	// exactly once with the node's reply or failure, never blocking. The
+	// command runs to its end or its node timeout whatever ctx does: a SET
+	// must finish so that its fate is known, and a delete must reach slow
+	// nodes too. ctx brings only its values (for a client's hooks); a
+	// transport that hands it on to a client or a slot map read takes its
+	// cancellation off first (context.WithoutCancel).
 	start(ctx context.Context, c *call)
 	// close stops the transport once what was started has been written;
 	// later calls fail with ErrClosed.
