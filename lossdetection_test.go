@@ -228,6 +228,11 @@ func TestLossDetectionBeforeFirstCheck(t *testing.T) {
 			if _, err := l.Acquire(ctx); err != nil {
 				t.Fatal(err)
 			}
+			// Acquire returns at a quorum: the third SET may still be on
+			// its way, and landing on node 0 or 1 after the break below it
+			// would keep a quorum holding the token. Break only once every
+			// node holds it (most often at the first look).
+			waitFor(t, 5*time.Second, "every node to hold the token", func() bool { return countHolders(t, c, "detect-early") == 3 })
 			for _, n := range c.Nodes[:2] {
 				if how == "delete" {
 					n.Do("DEL", "detect-early")
