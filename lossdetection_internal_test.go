@@ -66,3 +66,50 @@ func TestRedirectToAStranger(t *testing.T) {
 		}
 	}
 }
+
+// TestArmingQueueReusesItsArray feeds the detector's arming queue as W2
+// does, a steady stream of acquisitions each due trackDelay later: every
+// watched arming is queued for its check once due and not before, the
+// rest stay in order, and the queue runs in its own array with no
+// allocation once it has grown to the stream's size (a queue that only
+// resliced its head reallocated it all the time).
+func TestArmingQueueReusesItsArray(t *testing.T) {
+	d := &lossDetector{watched: map[string]*holding{}, pending: map[string]struct{}{}}
+	const perStep, step = 7, time.Millisecond
+	names := []string{"a", "b", "c", "d", "e", "f", "g"}
+	hs := make([]holding, perStep)
+	for i := 0; i < perStep; i += 2 { // only some are still held when due
+		d.watched[names[i]] = &hs[i]
+	}
+	var now time.Duration
+	tick := func() {
+		now += step
+		for i := range perStep {
+			d.arming = append(d.arming, arming{name: names[i], h: &hs[i], due: now + trackDelay})
+		}
+		d.armDue(now)
+	}
+	for range 100 { // grow to the stream's size
+		tick()
+		for name := range d.pending {
+			if d.watched[name] == nil {
+				t.Fatalf("unwatched %s queued for a check", name)
+			}
+		}
+		clear(d.pending)
+	}
+	for k := d.armHead; k < len(d.arming); k++ {
+		if a := d.arming[k]; a.due <= now || k > d.armHead && a.due < d.arming[k-1].due {
+			t.Fatalf("arming %d due at %v is out of order or overdue at %v", k, a.due, now)
+		}
+	}
+	if want := int(trackDelay/step) * perStep; d.armed() != want {
+		t.Fatalf("%d armings waiting, want %d", d.armed(), want)
+	}
+	if allocs := testing.AllocsPerRun(1000, tick); allocs != 0 {
+		t.Fatalf("%.2f allocations per step of the arming queue, want 0", allocs)
+	}
+	if len(d.pending) != (perStep+1)/2 {
+		t.Fatalf("pending %v, want the %d watched names", d.pending, (perStep+1)/2)
+	}
+}
