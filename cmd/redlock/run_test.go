@@ -236,6 +236,10 @@ func startRun(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffe
 	cmd.Env = append(cleanEnv(), env...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
+	// A command that outlives redlock, as one that ignores SIGTERM does
+	// when a failed test kills redlock, keeps stderr open: Wait gives up on
+	// it this long after redlock exits, instead of hanging the cleanup.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -307,15 +311,17 @@ func readPid(t *testing.T, path string) int {
 // TestRunLockLost deletes the lock's key on every node while the command
 // runs: redlock must notice (by loss detection, or at its next extension),
 // stop the command's whole process group (SIGTERM, then SIGKILL for a
-// command that ignores it), and exit 76.
+// command that ignores it), and exit 76. The command writes its pid to a
+// temporary file and renames it, so that the test, which waits for the
+// file, never reads it half written.
 func TestRunLockLost(t *testing.T) {
 	c := redistest.Start(t, 3)
 	for _, tc := range []struct {
 		name, script string
 		termSeen     bool
 	}{
-		{"exits on SIGTERM", `trap 'echo TERM >> "$DIR/log"; exit 0' TERM; sleep 60 & echo $! > "$DIR/grandchild"; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done`, true},
-		{"ignores SIGTERM", `trap '' TERM; sleep 60 & echo $! > "$DIR/grandchild"; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done`, false},
+		{"exits on SIGTERM", `trap 'echo TERM >> "$DIR/log"; exit 0' TERM; sleep 60 & echo $! > "$DIR/grandchild"; echo $$ > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"; while :; do sleep 0.05; done`, true},
+		{"ignores SIGTERM", `trap '' TERM; sleep 60 & echo $! > "$DIR/grandchild"; echo $$ > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"; while :; do sleep 0.05; done`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -324,6 +330,11 @@ func TestRunLockLost(t *testing.T) {
 			_, stderr, exited := startRun(t, env, "run", "--ttl", "1s", "--kill-grace", "500ms", name, "--", "sh", "-c", tc.script)
 			waitFor(t, 10*time.Second, "the command to start", func() bool { return fileExists(filepath.Join(dir, "pid")) })
 			pid, grandchild := readPid(t, filepath.Join(dir, "pid")), readPid(t, filepath.Join(dir, "grandchild"))
+			t.Cleanup(func() {
+				if t.Failed() { // redlock may not have stopped the group: it runs in its own (Setpgid)
+					_ = syscall.Kill(-pid, syscall.SIGKILL)
+				}
+			})
 			for _, nd := range c.Nodes {
 				nd.Do("DEL", name)
 			}
