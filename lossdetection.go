@@ -97,13 +97,11 @@ type lossDetector struct {
 	// found lost).
 	watched map[string]*holding
 	pending map[string]struct{}
-	// arming holds the holdings not yet checked from armHead on, in the
-	// order of their due times. The taken ones before armHead are cleared,
-	// and moved out once they are half of the slice: a queue that only
-	// resliced its head kept reallocating its backing array, about 70 B
-	// per acquisition under W2's load (BENCHMARKS.md, step 18).
+	// arming holds the holdings not yet checked, in the order of their due
+	// times, in one array: armDue moves the ones left to its front. A queue
+	// that resliced its head kept reallocating the array, about 70 B per
+	// acquisition under W2's load (BENCHMARKS.md, step 18).
 	arming  []arming
-	armHead int
 	running bool          // the worker
 	wake    chan struct{} // (cap 1) work was queued while the worker waits for arming
 }
@@ -236,23 +234,17 @@ func (d *lossDetector) watch(l *Lock, h *holding, sent, now time.Duration) {
 // armDue queues the due armings for a check, unless their holding has
 // ended; d.mu is held.
 func (d *lossDetector) armDue(now time.Duration) {
-	q, k := d.arming, d.armHead
+	q, k := d.arming, 0
 	for ; k < len(q) && q[k].due <= now; k++ {
 		if d.isWatched(q[k].name, q[k].h) {
 			d.pending[q[k].name] = struct{}{}
 		}
-		q[k] = arming{}
 	}
-	d.armHead = k
-	if 2*k >= len(q) { // each taken arming pays for moving at most one left
-		n := copy(q, q[k:])
-		clear(q[n:])
-		d.arming, d.armHead = q[:n], 0
-	}
+	// The ones left are at most trackDelay's worth of acquisitions.
+	n := copy(q, q[k:])
+	clear(q[n:])
+	d.arming = q[:n]
 }
-
-// armed is the number of armings not yet taken; d.mu is held.
-func (d *lossDetector) armed() int { return len(d.arming) - d.armHead }
 
 // isWatched reports whether holding h of the lock name is watched; d.mu is
 // held.
@@ -399,7 +391,7 @@ func (d *lossDetector) run() {
 		case d.wake <- struct{}{}:
 		default: // a wake-up is already on its way
 		}
-	case !d.running && (urgent || d.armed() > 0):
+	case !d.running && (urgent || len(d.arming) > 0):
 		d.running = d.g.o.spawn(d.work) // refused only once the owner closed
 	}
 }
@@ -414,10 +406,10 @@ func (d *lossDetector) work() {
 	for {
 		d.mu.Lock()
 		d.armDue(monotonic() + armSlack)
-		if d.g.o.closing() || len(d.pending) == 0 && d.retrack == 0 && d.armed() == 0 {
+		if d.g.o.closing() || len(d.pending) == 0 && d.retrack == 0 && len(d.arming) == 0 {
 			clear(d.pending)
 			d.retrack = 0
-			d.arming, d.armHead = nil, 0
+			d.arming = nil
 			d.running = false
 			d.mu.Unlock()
 			return
@@ -430,7 +422,7 @@ func (d *lossDetector) work() {
 			continue
 		}
 		if len(d.pending) == 0 { // only armings, none due yet
-			t.Reset(d.arming[d.armHead].due - monotonic())
+			t.Reset(d.arming[0].due - monotonic())
 			d.mu.Unlock()
 			select {
 			case <-t.C:
