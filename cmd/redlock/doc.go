@@ -38,8 +38,12 @@
 // SIGTERM, then SIGKILL after --kill-grace. In the foreground of
 // a terminal the group is made the terminal's foreground group, so CMD can
 // read the terminal and gets Ctrl-C directly; a CMD stopped with Ctrl-Z is
-// resumed at once, since its lock would keep running out. On Linux CMD gets
-// SIGTERM if redlock itself dies. CMD sees REDLOCK_NAME and REDLOCK_TOKEN,
+// resumed at once, since its lock would keep running out. If redlock itself
+// dies (SIGKILL, a crash, the OOM killer), the lock runs out unextended: a
+// guardian process started beside CMD then sends the group SIGTERM at once
+// and SIGKILL after --kill-grace, as for a lost lock (on Linux CMD's first
+// process also gets the kernel's parent-death SIGTERM). CMD sees
+// REDLOCK_NAME and REDLOCK_TOKEN,
 // and with --fencing REDLOCK_FENCE, a fencing token larger than every
 // earlier holder's (redlock.WithFencing).
 //

@@ -29,7 +29,8 @@ others, e.g. this host's name), and once leading run CMD. Leadership is
 extended in the background; if it is lost while CMD runs, CMD's group gets
 SIGTERM within a round trip of the loss, then SIGKILL after --kill-grace, and redlock exits 76. When CMD
 exits, redlock resigns and exits with CMD's code. CMD sees REDLOCK_NAME and
-REDLOCK_VALUE in its environment. Signals are forwarded as for 'run'.
+REDLOCK_VALUE in its environment. Signals are forwarded, and a guardian
+stops CMD's group should redlock die, as for 'run'.
 
 It waits for leadership without limit by default, as 'run' waits for a
 lock; under -v, or when stderr is a terminal, a campaign that has to wait
@@ -86,7 +87,7 @@ func (e *electCmd) run(name string, argv []string) error {
 	if err := e.campaign(ctx, c, el, sigs); err != nil {
 		return err
 	}
-	ch, err := startChild(argv, []string{"REDLOCK_NAME=" + name, "REDLOCK_VALUE=" + e.value})
+	ch, err := startChild(argv, []string{"REDLOCK_NAME=" + name, "REDLOCK_VALUE=" + e.value}, name, e.killGrace)
 	if err != nil {
 		e.resign(el)
 		return err

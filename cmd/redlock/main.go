@@ -75,6 +75,9 @@ func classify(err error) error {
 }
 
 func main() {
+	if code, ok := asGuardian(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

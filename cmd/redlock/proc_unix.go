@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,20 +23,29 @@ import (
 // read the terminal and gets Ctrl-C directly; redlock takes the terminal
 // back when the child exits. A child stopped by Ctrl-Z is resumed at once:
 // the lock keeps running out while a command is suspended.
+//
+// A guardian process (guardian.go) stops the group should redlock die
+// while the command runs.
 type child struct {
 	cmd        *exec.Cmd
 	pgid       int
 	foreground bool
 	ttyFd      int
+	guardian   *guardian
 }
 
 // startChild starts argv with redlock's stdin, stdout and stderr and the
-// extra environment env.
-func startChild(argv []string, env []string) (*child, error) {
+// extra environment env, under lock name, with its guardian, which gives
+// it grace between SIGTERM and SIGKILL should redlock die.
+func startChild(argv []string, env []string, name string, grace time.Duration) (*child, error) {
+	g, err := startGuardian(name, grace)
+	if err != nil {
+		return nil, &exitError{code: exitInternal, err: err}
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), env...)
-	c := &child{cmd: cmd, ttyFd: int(os.Stdin.Fd())}
+	c := &child{cmd: cmd, ttyFd: int(os.Stdin.Fd()), guardian: g}
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if fg, err := unix.IoctlGetInt(c.ttyFd, unix.TIOCGPGRP); err == nil && fg == syscall.Getpgrp() {
 		attr.Foreground, attr.Ctty = true, c.ttyFd
@@ -44,9 +54,11 @@ func startChild(argv []string, env []string) (*child, error) {
 	setParentDeathSignal(attr)
 	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
+		g.standDown()
 		return nil, startError(argv[0], err)
 	}
 	c.pgid = cmd.Process.Pid
+	g.watch(c.pgid)
 	if c.foreground {
 		// Taking the terminal back later is a write from a background
 		// group; SIGTTOU would stop redlock then. It is ignored only now,
@@ -71,8 +83,10 @@ func (c *child) signal(sig syscall.Signal) {
 }
 
 // wait waits for the child to exit and returns its exit code, 128+n when
-// signal n killed it. It resumes a child stopped from the terminal.
+// signal n killed it. It resumes a child stopped from the terminal, and
+// stands the guardian down once the child has exited.
 func (c *child) wait() int {
+	defer c.guardian.standDown()
 	defer c.restoreTerminal()
 	defer c.cmd.Process.Release()
 	pid := c.cmd.Process.Pid

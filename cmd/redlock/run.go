@@ -88,7 +88,9 @@ to redlock are forwarded to that group; the lock is released once CMD has
 exited. If the lock is lost while CMD runs (its keys vanished from a quorum
 of nodes, which redlock hears within a round trip, or a quorum could not be
 reached before its validity ran out), the group gets SIGTERM at once, then
-SIGKILL after --kill-grace.
+SIGKILL after --kill-grace. If redlock itself dies (SIGKILL, a crash, the
+OOM killer), nothing extends the lock any more: a guardian process that
+redlock starts beside CMD then stops the group the same way.
 
 CMD sees REDLOCK_NAME and REDLOCK_TOKEN in its environment. With --fencing
 it also sees REDLOCK_FENCE, a fencing token larger than that of every
@@ -142,7 +144,7 @@ Exit codes:
 	f := cmd.Flags()
 	f.Var(&r.wait, "wait", `how long to wait for the lock: a duration, or "forever" (no limit, as flock)`)
 	f.BoolVar(&r.noWait, "no-wait", false, "make one attempt and give up (exit 75) if the lock is held")
-	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock, time between SIGTERM and SIGKILL")
+	f.DurationVar(&r.killGrace, "kill-grace", 10*time.Second, "after a lost lock (or redlock's death), time between SIGTERM and SIGKILL")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "report waiting, acquisition, forwarded signals and release on stderr")
 	f.IntVar(&r.permits, "permits", 0, "hold one of N permits of the semaphore NAME instead of the lock NAME")
 	f.BoolVar(&r.fencing, "fencing", false, "mint a fencing token and export it to CMD as REDLOCK_FENCE")
@@ -191,7 +193,7 @@ func (r *runCmd) run(name string, argv []string) error {
 	if r.fencing { // a plain Lock: --fencing excludes --permits
 		env = append(env, "REDLOCK_FENCE="+strconv.FormatInt(lock.(*redlock.Lock).Fence(), 10))
 	}
-	ch, err := startChild(argv, env)
+	ch, err := startChild(argv, env, name, r.killGrace)
 	if err != nil {
 		r.release(lock)
 		return err
