@@ -86,9 +86,8 @@ func (f *fanout) run(ctx context.Context, cmd *command, waitAll bool) round {
 // only when a reply decides the round or completes it (roundBuf.arrive),
 // so no sender ever blocks on a caller that has gone.
 func (f *fanout) send(ctx context.Context, cmd *command) round {
-	var cs [maxNodes]*call
-	r := f.prepare(cmd, cs[:len(f.nodes)])
-	f.start(ctx, cs[:len(f.nodes)])
+	r := f.prepare(cmd)
+	f.start(ctx, []*roundBuf{r.buf})
 	return r
 }
 
@@ -98,16 +97,17 @@ func (f *fanout) send(ctx context.Context, cmd *command) round {
 // (the extender's batches send with none), and there are batchesInFlight
 // commands at most.
 func (f *fanout) sendAll(ctx context.Context, cmds []*command, rounds []round) {
-	var cs [batchesInFlight * maxNodes]*call
-	n := len(f.nodes)
+	var bufs [batchesInFlight]*roundBuf
 	for k, cmd := range cmds {
-		rounds[k] = f.prepare(cmd, cs[k*n:(k+1)*n])
+		rounds[k] = f.prepare(cmd)
+		bufs[k] = rounds[k].buf
 	}
-	f.start(ctx, cs[:len(cmds)*n])
+	f.start(ctx, bufs[:len(cmds)])
 }
 
-// prepare makes the round of cmd and its calls, cs[i] for node i.
-func (f *fanout) prepare(cmd *command, cs []*call) round {
+// prepare makes the round of cmd and its calls, one per node in the
+// round's buffer.
+func (f *fanout) prepare(cmd *command) round {
 	buf := getRoundBuf(len(f.nodes), f.quorum, cmd.contest)
 	r := round{start: time.Now(), slots: buf.slots, all: f.nodes, cmd: cmd, buf: buf}
 	if !f.fifo {
@@ -117,41 +117,48 @@ func (f *fanout) prepare(cmd *command, cs []*call) round {
 	for i, n := range f.nodes {
 		c := &buf.calls[i]
 		c.cmd, c.n, c.idx, c.fin, c.buf, c.obs, c.sent = cmd, n, uint8(n.index), r.fin, buf, f.obs, sent
-		cs[i] = c
 	}
 	return r
 }
 
-// start starts the calls of one or more rounds: cs[i] on node i modulo the
-// node count. Under starts, every node queues the calls of concurrent
-// rounds in one order (batchTransport says why). A pipelined node's call
-// is prepared before and only put in its connection's queue under it; the
-// queues these rounds must write are written once it is released, each
-// once, so that neither a write nor a cluster's slot map holds up the
-// other rounds.
-func (f *fanout) start(ctx context.Context, cs []*call) {
-	nodeOf := func(i int) *node { return f.nodes[i%len(f.nodes)] }
+// start starts the calls of the rounds whose buffers are bufs, in that
+// order, each on its node. The calls live in the buffers, which the
+// callers' references keep until they are freed, so no list of them is
+// built: an array of pointers sized for the most nodes a round may have
+// doubled send's frame, zeroed at every round on a goroutine stack that
+// is cold after its wait (BENCHMARKS.md, step 19). Under
+// starts, every node queues the calls of concurrent rounds in one order
+// (batchTransport says why). A pipelined node's call is prepared before
+// and only put in its connection's queue under it; the queues these
+// rounds must write are written once it is released, each once, so that
+// neither a write nor a cluster's slot map holds up the other rounds.
+func (f *fanout) start(ctx context.Context, bufs []*roundBuf) {
 	if f.starts == nil {
-		for i, c := range cs {
-			nodeOf(i).tr.start(ctx, c)
+		for _, b := range bufs {
+			for i, n := range f.nodes {
+				n.tr.start(ctx, &b.calls[i])
+			}
 		}
 		return
 	}
-	for i, c := range cs {
-		if p, ok := nodeOf(i).tr.(*pipeTransport); ok {
-			p.prepare(ctx, c)
+	for _, b := range bufs {
+		for i, n := range f.nodes {
+			if p, ok := n.tr.(*pipeTransport); ok {
+				p.prepare(ctx, &b.calls[i])
+			}
 		}
 	}
 	var owed uint64 // the pipelined nodes whose queue waits for these rounds' write
 	f.starts.Lock()
-	for i, c := range cs {
-		n := nodeOf(i)
-		p, ok := n.tr.(*pipeTransport)
-		switch {
-		case !ok:
-			n.tr.start(ctx, c)
-		case p.conn.Put(c):
-			owed |= 1 << (i % len(f.nodes))
+	for _, b := range bufs {
+		for i, n := range f.nodes {
+			p, ok := n.tr.(*pipeTransport)
+			switch {
+			case !ok:
+				n.tr.start(ctx, &b.calls[i])
+			case p.conn.Put(&b.calls[i]):
+				owed |= 1 << i
+			}
 		}
 	}
 	f.starts.Unlock()
