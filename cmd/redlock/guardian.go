@@ -38,6 +38,10 @@ type guardian struct {
 // not a command users see.
 const guardianArg = "__redlock-guardian"
 
+// lifelineDone stands a guardian down: the command has exited, or never
+// started.
+const lifelineDone = "done\n"
+
 // groupPoll is how often a guardian looks whether the group it stopped is
 // gone.
 const groupPoll = 20 * time.Millisecond
@@ -74,7 +78,7 @@ func (g *guardian) watch(pgid int) {
 // standDown tells the guardian that the command has exited (or never
 // started) and waits for it to exit.
 func (g *guardian) standDown() {
-	_, _ = io.WriteString(g.lifeline, "done\n")
+	_, _ = io.WriteString(g.lifeline, lifelineDone)
 	g.lifeline.Close()
 	_ = g.cmd.Wait()
 }
@@ -102,15 +106,15 @@ func asGuardian(args []string) (code int, ok bool) {
 func guard(lifeline io.Reader, name string, grace time.Duration) {
 	rd := bufio.NewReader(lifeline)
 	line, err := rd.ReadString('\n')
-	if err != nil {
-		return // redlock ended before the command started
+	if err != nil || line == lifelineDone {
+		return // the command never started, or redlock ended before it
 	}
 	pgid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil || pgid <= 1 {
 		fmt.Fprintf(os.Stderr, "redlock: guardian: bad process group %q\n", line)
 		return
 	}
-	if line, err := rd.ReadString('\n'); err == nil && line == "done\n" {
+	if line, err := rd.ReadString('\n'); err == nil && line == lifelineDone {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "redlock: redlock died while the command held lock %q, which runs out unextended; sending SIGTERM to the command, SIGKILL in %v\n", name, grace)

@@ -50,7 +50,8 @@ func TestRunGuardianStopsCommandWhenRedlockDies(t *testing.T) {
 }
 
 // TestRunGuardianStandsDown checks that a run that ends normally, or whose
-// command cannot start, leaves no guardian behind: redlock waits for it.
+// command cannot start, leaves no guardian behind (redlock waits for it)
+// and that the guardian says nothing then.
 func TestRunGuardianStandsDown(t *testing.T) {
 	c := redistest.Start(t, 3)
 	for _, tc := range []struct {
@@ -64,6 +65,9 @@ func TestRunGuardianStandsDown(t *testing.T) {
 		r := cli(t, nodesEnv(c.URLs()), append([]string{"run", tc.name, "--"}, tc.argv...)...)
 		if r.code != tc.code {
 			t.Fatalf("%s: exit %d, want %d; stderr %q", tc.name, r.code, tc.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "guardian") {
+			t.Errorf("%s: stderr %q: the guardian spoke on a normal end", tc.name, r.stderr)
 		}
 		if g := guardiansOf(tc.name); len(g) != 0 {
 			t.Errorf("%s: guardian processes %v left after redlock exited", tc.name, g)
