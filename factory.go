@@ -252,7 +252,7 @@ func (f *Factory) Close() error {
 func (f *Factory) close() error {
 	held, _ := f.o.beginClose()
 	errs := f.releaseAll(held)
-	f.o.waitOps() // in-flight operations end at once: their waits select on dying
+	f.o.waitOps() // in-flight operations end at once: their waits look at dying
 	f.ext.stop()
 	if f.wake != nil {
 		f.wake.close()

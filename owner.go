@@ -97,14 +97,7 @@ type counter struct {
 
 // closing reports whether Close has begun, without taking the mutex:
 // dying is closed under it when the state leaves open.
-func (o *owner) closing() bool {
-	select {
-	case <-o.dying:
-		return true
-	default:
-		return false
-	}
-}
+func (o *owner) closing() bool { return isClosed(o.dying) }
 
 // hold registers a new holding of a lock (h.l is set); it fails with
 // ErrClosed once Close has begun, and the caller must then give up the

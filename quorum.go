@@ -219,8 +219,9 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 			}
 		}
 		var timeout <-chan time.Time
+		var dying <-chan struct{} // on the clock, dying is seen at the tick
 		if t != nil {
-			timeout = t.C
+			timeout, dying = t.C, f.dying
 		}
 		var err error
 		select {
@@ -228,12 +229,15 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 			continue
 		case <-tick:
 			tick = nil // look at the time left again
-			continue
+			if !isClosed(f.dying) {
+				continue
+			}
+			err = ErrClosed
 		case <-timeout:
 			err = silence
 		case <-ctx.Done():
 			err = ctx.Err()
-		case <-f.dying:
+		case <-dying:
 			err = ErrClosed
 		}
 		f.collect(ctx, r) // what came meanwhile counts
@@ -246,6 +250,16 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 	r.decided = time.Now()
 	if f.obs != nil {
 		f.obs.undecided(ctx, r)
+	}
+}
+
+// isClosed reports whether ch is closed, without blocking.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

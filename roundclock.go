@@ -54,19 +54,37 @@ func newRoundClock(o *owner, tick time.Duration) *roundClock {
 // round that looks again at each has at least a tick to spare.
 func (c *roundClock) far(left time.Duration) bool { return c != nil && left > 2*c.tick }
 
-// take returns the current generation, which is closed at the next tick.
-// Once the owner is closing it may never be closed: the round's wait
-// selects on the owner's dying too.
+// take returns the current generation, which is closed at the next tick,
+// or a closed channel once the owner is closing. A round that waits on a
+// generation does not select on the owner's dying as well (one channel
+// less in nearly every wait, BENCHMARKS.md step 20): it looks at dying
+// when the generation closes. So no generation taken may stay open once
+// the owner dies. The sweeper closes the current one when it sees dying,
+// and ends; a generation loaded after that close is one nobody closes,
+// but it was made after dying closed, so closing holds at the check.
 func (c *roundClock) take() <-chan struct{} {
 	g := *c.gen.Load()
 	if !c.used.Load() {
 		c.used.Store(true)
 	}
-	if !c.running.Load() && c.running.CompareAndSwap(false, true) {
-		c.o.spawn(c.sweep) // refused only once the owner is closed
+	if !c.running.Load() && c.running.CompareAndSwap(false, true) && !c.o.spawn(c.sweep) {
+		// Refused once the owner is closed: the sweeper before may have
+		// ended just now, leaving the generations that other rounds took
+		// to this one's.
+		c.rotate()
+	}
+	if c.o.closing() {
+		return closedGen
 	}
 	return g
 }
+
+// closedGen is the generation of a closing owner's rounds.
+var closedGen = func() chan struct{} {
+	g := make(chan struct{})
+	close(g)
+	return g
+}()
 
 // sweep closes a generation at every tick in which a round took one, and
 // ends after a tick in which none did.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlockplus/redlock/internal/testkit/redistest"
 )
 
 // closedWithin reports whether ch is closed within d: a bound on a hang,
@@ -79,28 +81,12 @@ func TestRoundClockEndsWithTheOwner(t *testing.T) {
 // minStall), do not fail the calls first with an i/o timeout (they did
 // with a node timeout of minStall's length and above).
 func TestRoundWaitsTheNodeTimeoutOnTheClock(t *testing.T) {
-	c, pools := poolsOf(t, 3)
 	const nodeTimeout = 150 * time.Millisecond // ticks of 37.5 ms, and minStall is 250 ms
-	f, err := NewFactory(pools, WithTTL(10*time.Second), WithNodeTimeout(nodeTimeout), WithAutoextend(false), WithRetryTimes(0), WithWakeups(false))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f, l := twoFrozenOfThree(t, nodeTimeout)
 	defer f.Close()
-	l := f.NewLock("on-the-clock")
-	ctx := context.Background()
-	if _, err := l.Acquire(ctx); err != nil { // dials every node
-		t.Fatal(err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c.Nodes[1].Pause()
-	c.Nodes[2].Pause()
-	defer c.Nodes[1].Resume()
-	defer c.Nodes[2].Resume()
 	before := f.clock.gen.Load()
 	start := time.Now()
-	_, err = l.TryAcquire(ctx)
+	_, err := l.TryAcquire(context.Background())
 	waited := time.Since(start)
 	if !errors.Is(err, ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("TryAcquire with two frozen nodes: %v, want ErrNotAcquired and the nodes' deadline", err)
@@ -111,4 +97,68 @@ func TestRoundWaitsTheNodeTimeoutOnTheClock(t *testing.T) {
 	if f.clock.gen.Load() == before { // the sweeper moves on only for a round that took a generation
 		t.Fatal("the attempt did not wait on the factory's clock")
 	}
+}
+
+// TestRoundClockTakeAfterClose: once Close has begun, take hands out a
+// closed generation, also when the sweeper has ended and none may start:
+// a round on the clock does not select on dying, and looks at it only
+// when its generation closes.
+func TestRoundClockTakeAfterClose(t *testing.T) {
+	o := newOwner()
+	c := newRoundClock(o, time.Hour)
+	o.beginClose()
+	o.waitAll() // closed: a sweeper may no longer start
+	if !closedWithin(c.take(), 10*time.Second) {
+		t.Fatal("a generation taken after Close stayed open")
+	}
+}
+
+// TestRoundOnTheClockEndsAtClose: an attempt that waits on the clock for
+// two frozen nodes ends with ErrClosed when Close begins, not with the
+// nodes' deadline at the node timeout. (The attempt then discards its key
+// and Close cleans up, each waiting for the frozen nodes up to the node
+// timeout: the test takes two of them.)
+func TestRoundOnTheClockEndsAtClose(t *testing.T) {
+	c, f, l := twoFrozenOfThree(t, 2*time.Second) // ticks of 0.5 s
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.TryAcquire(context.Background())
+		done <- err
+	}()
+	for c.Nodes[0].Do("EXISTS", l.Name()) != int64(1) { // the attempt is under way
+		time.Sleep(time.Millisecond)
+	}
+	if err := f.Close(); err != nil {
+		t.Logf("Close: %v", err) // the frozen nodes may fail its releases
+	}
+	err := <-done
+	if !errors.Is(err, ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryAcquire during Close: %v, want ErrClosed and not the nodes' deadline", err)
+	}
+}
+
+// twoFrozenOfThree returns a factory on three nodes with the given node
+// timeout, and a lock of it that has dialled every node, with nodes 1 and
+// 2 then frozen until the test ends. The factory has no autoextension, no
+// retry and no wake-ups, so that an attempt is one round.
+func twoFrozenOfThree(t *testing.T, nodeTimeout time.Duration) (*redistest.Cluster, *Factory, *Lock) {
+	t.Helper()
+	c, pools := poolsOf(t, 3)
+	f, err := NewFactory(pools, WithTTL(30*time.Second), WithNodeTimeout(nodeTimeout), WithAutoextend(false), WithRetryTimes(0), WithWakeups(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := f.NewLock("on-the-clock")
+	ctx := context.Background()
+	if _, err := l.Acquire(ctx); err != nil { // dials every node
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes[1:] {
+		n.Pause()
+		t.Cleanup(n.Resume)
+	}
+	return c, f, l
 }

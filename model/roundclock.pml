@@ -4,13 +4,27 @@
  * generations ends after a tick in which no round took one, and the next
  * round to take one starts a new sweeper.
  *
+ * The owner's Close may come at any moment. A round waiting on its
+ * generation does not select on the owner's dying: it looks at dying when
+ * the generation closes, and ends if it is set. The sweeper closes the
+ * current generation when it sees dying and ends for good (running stays
+ * set). Once the owner is closed, starting a sweeper is refused, and the
+ * round that was refused closes the current generation itself: an older
+ * sweeper may have ended at that moment, trusting the refused one to close
+ * what other rounds took. And take hands out a closed generation once
+ * dying is set.
+ *
  * Property: a round blocked on its generation with nobody left to close it
  * is an invalid end state, which spin reports (the "end_state" line of
- * scripts/model-check.sh). The owner's Close is not modelled: a round
- * selects on it beside its generation.
+ * scripts/model-check.sh).
  *
- * -DNO_RECHECK is the negative control: a sweeper that ends at an idle
- * tick without looking at used again after clearing running.
+ * -DCLOSE lets Close come; without it the owner stays open.
+ *
+ * Negative controls: -DNO_RECHECK, a sweeper that ends at an idle tick
+ * without looking at used again after clearing running; -DNO_DYING_CHECK,
+ * a take that hands out the current generation also once dying is set;
+ * -DNO_REFUSED_ROTATE, a round refused a sweeper that leaves the current
+ * generation open.
  */
 #ifndef R
 #define R 2 /* rounds */
@@ -18,12 +32,13 @@
 #ifndef TAKES
 #define TAKES 3 /* generations each round takes */
 #endif
-#define G (R * TAKES + 2) /* every rotation follows a take */
+#define G (R * TAKES + 3) /* every rotation follows a take, or Close */
 
 bool used;    /* roundClock.used */
 bool running; /* roundClock.running */
 byte gen;     /* the current generation, roundClock.gen */
 bool closed[G];
+bool dying;   /* the owner's dying, closed as Close begins */
 
 /* rotate: roundClock.rotate */
 inline rotate() {
@@ -34,7 +49,8 @@ inline rotate() {
 proctype Sweeper() {
 	bool was;
 	do
-	:: atomic { was = used; used = false }; /* used.Swap(false) */
+	:: dying -> rotate(); break /* the select's dying: running stays set */
+	:: atomic { was = used; used = false }; /* the tick: used.Swap(false) */
 	   if
 	   :: was -> rotate()
 	   :: else ->
@@ -71,21 +87,47 @@ proctype Round() {
 	   :: !running ->
 	      atomic {
 	        if
-	        :: !running -> running = true; run Sweeper()
+	        :: !running -> running = true;
+	           if
+	           :: run Sweeper()
+	           :: dying -> /* spawn refused: the owner is closed */
+#ifndef NO_REFUSED_ROTATE
+	              rotate()
+#else
+	              skip
+#endif
+	           fi
 	        :: else -> skip
 	        fi
 	      }
 	   :: else -> skip
 	   fi;
+#ifndef NO_DYING_CHECK
+	   if       /* if c.o.closing() { return closedGen } */
+	   :: dying -> break
+	   :: else -> skip
+	   fi;
+#endif
 	   closed[g]; /* woken by the generation's close */
-	   k++
+	   if       /* fanout.wait: the tick case looks at dying */
+	   :: dying -> break
+	   :: else -> k++
+	   fi
 	:: else -> break
 	od
+}
+
+/* Close: the owner's cancel closes dying. */
+proctype Closer() {
+	dying = true
 }
 
 init {
 	atomic {
 		byte i;
 		for (i : 1 .. R) { run Round() }
+#ifdef CLOSE
+		run Closer()
+#endif
 	}
 }

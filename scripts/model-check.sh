@@ -171,6 +171,9 @@ check "witness: fencing guarded, a token from the write-back" reaches O0 $FENCE 
 # the sweeper ends when idle; the control ends it without looking again.
 MODEL=roundclock.pml CHECKS="end_state" check "clock: 2 rounds, 3 takes each" holds O0
 MODEL=roundclock.pml check "clock control: sweeper ends without a second look" "violates end_state" O0 -DNO_RECHECK -DTAKES=2
+MODEL=roundclock.pml CHECKS="end_state" check "clock: 2 rounds, 2 takes each, Close" holds O0 -DCLOSE -DTAKES=2
+MODEL=roundclock.pml check "clock control: take ignores a closing owner" "violates end_state" O0 -DCLOSE -DNO_DYING_CHECK -DTAKES=2
+MODEL=roundclock.pml check "clock control: a refused sweeper leaves it open" "violates end_state" O0 -DCLOSE -DNO_REFUSED_ROTATE -DTAKES=2
 
 total=$(awk -v a="$start_all" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 if [ "$failed" -gt 0 ]; then
