@@ -1,8 +1,10 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,6 +387,18 @@ func (r *round) each(fn func(n *node, rep *reply)) {
 			fn(n, &r.slots[i])
 		}
 	}
+}
+
+// byArrival appends the counted nodes' indices to dst in the order their
+// replies were counted; only rounds that wait for every node know it.
+func (r *round) byArrival(dst []uint8) []uint8 {
+	for i := range r.all {
+		if r.got&(1<<i) != 0 {
+			dst = append(dst, uint8(i))
+		}
+	}
+	slices.SortStableFunc(dst, func(a, b uint8) int { return cmp.Compare(r.arrived[a], r.arrived[b]) })
+	return dst
 }
 
 // all64 is the got mask with every node set.

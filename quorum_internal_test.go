@@ -2,7 +2,9 @@ package redlock
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 )
 
 // TestRoundWakesAtDecisionAndCompletion: over every order of replies of
@@ -78,5 +80,22 @@ func wakesOfRound(t *testing.T, rng *rand.Rand, nodes, quorum int, contest bool)
 	}
 	for range nodes + 1 {
 		next.unref()
+	}
+}
+
+// TestRoundByArrival: the counted nodes come in the order their replies
+// were counted, ties in node order, and nodes not counted (silent, or
+// given up on) are left out; the extender reads a batch's quorum-th yes
+// off this order.
+func TestRoundByArrival(t *testing.T) {
+	r := round{
+		all:     make([]*node, 5),
+		got:     0b11011, // node 2 silent
+		arrived: []time.Duration{40, 10, 5, 40, 20},
+	}
+	got := r.byArrival(nil)
+	want := []uint8{1, 4, 0, 3}
+	if !slices.Equal(got, want) {
+		t.Fatalf("byArrival = %v, want %v", got, want)
 	}
 }
