@@ -12,8 +12,9 @@
 # its uncommitted changes; RUNS to 6). A run takes about 35 s on 2 cores,
 # so the default takes 7 minutes. On the 2-core machines of BENCHMARKS.md
 # one build's ratios spread by about +-0.03 between runs (0.3 µs of a
-# cycle): a difference is worth quoting when it is several standard errors
-# wide. Run nothing else meanwhile.
+# cycle) on step 19's Intel machine and +-0.06 on step 20's AMD one: a
+# difference is worth quoting when it is several standard errors wide.
+# Run nothing else meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: ab-cycle-cpu.sh BASE [NEW] [RUNS]}
