@@ -32,13 +32,21 @@
 #ifndef TAKES
 #define TAKES 3 /* generations each round takes */
 #endif
+#ifdef CLOSE
 #define G (R * TAKES + 3) /* every rotation follows a take, or Close */
+#else
+#define G (R * TAKES + 2) /* every rotation follows a take */
+#endif
 
 bool used;    /* roundClock.used */
 bool running; /* roundClock.running */
 byte gen;     /* the current generation, roundClock.gen */
 bool closed[G];
+#ifdef CLOSE
 bool dying;   /* the owner's dying, closed as Close begins */
+#else
+#define dying false /* the owner stays open */
+#endif
 
 /* rotate: roundClock.rotate */
 inline rotate() {
@@ -109,18 +117,23 @@ proctype Round() {
 	   fi;
 #endif
 	   closed[g]; /* woken by the generation's close */
+#ifdef CLOSE
 	   if       /* fanout.wait: the tick case looks at dying */
 	   :: dying -> break
-	   :: else -> k++
-	   fi
+	   :: else -> skip
+	   fi;
+#endif
+	   k++
 	:: else -> break
 	od
 }
 
+#ifdef CLOSE
 /* Close: the owner's cancel closes dying. */
 proctype Closer() {
 	dying = true
 }
+#endif
 
 init {
 	atomic {
