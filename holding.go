@@ -60,16 +60,13 @@ func (h *holding) token() string {
 	return t
 }
 
-// closedDone is what Done returns for a holding that never started.
-var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // Done returns a channel closed when the holding ends.
 func (h *holding) Done() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done == nil {
 		if h.cause != nil {
-			return closedDone
+			return closedChan
 		}
 		h.done = make(chan struct{})
 	}
@@ -221,7 +218,7 @@ func (s *held) done() <-chan struct{} {
 	if h := s.holding(); h != nil {
 		return h.Done()
 	}
-	return closedDone
+	return closedChan
 }
 
 func (s *held) err() error {

@@ -99,6 +99,21 @@ type counter struct {
 // dying is closed under it when the state leaves open.
 func (o *owner) closing() bool { return isClosed(o.dying) }
 
+// isClosed reports whether ch is closed, without blocking.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// closedChan is a channel closed for good: the Done of a holding that
+// never started, and the generation a round takes from the clock of a
+// closing owner (roundClock.take).
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // hold registers a new holding of a lock (h.l is set); it fails with
 // ErrClosed once Close has begun, and the caller must then give up the
 // holding's keys.

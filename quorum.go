@@ -255,16 +255,6 @@ func (f *fanout) wait(ctx context.Context, r *round, waitAll bool) {
 	}
 }
 
-// isClosed reports whether ch is closed, without blocking.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // contestWait is the least a contested attempt waits for its silent
 // nodes (fanout.wait): a few round trips of a loaded host.
 const contestWait = 5 * time.Millisecond

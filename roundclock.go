@@ -74,17 +74,10 @@ func (c *roundClock) take() <-chan struct{} {
 		c.rotate()
 	}
 	if c.o.closing() {
-		return closedGen
+		return closedChan
 	}
 	return g
 }
-
-// closedGen is the generation of a closing owner's rounds.
-var closedGen = func() chan struct{} {
-	g := make(chan struct{})
-	close(g)
-	return g
-}()
 
 // sweep closes a generation at every tick in which a round took one, and
 // ends after a tick in which none did.
